@@ -1,0 +1,53 @@
+"""adpue_tf: learning ``p(y=1|x)`` from exposed positives and an exposure log.
+
+Keras losses and data builders for ADPUE (Kato et al., "Automatic Debiased
+Learning from Positive, Unlabeled, and Exposure Data").
+
+Example:
+    >>> import keras, adpue_tf as adp
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
+"""
+
+from adpue_tf import labels, risks  # data, simulate: added once their modules land
+from adpue_tf.labels import Source, pack_labels
+from adpue_tf.losses import (
+    AD3SELoss,
+    ADFPULoss,
+    ADPELoss,
+    ADPUELoss,
+    ADSLoss,
+    ADSSLoss,
+    DebiasedLoss,
+    DoubleADSSLoss,
+    LogitLoss,
+    NNPULoss,
+    PNULoss,
+    UPULoss,
+)
+from adpue_tf.risks import RiskTerms
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AD3SELoss",
+    "ADFPULoss",
+    "ADPELoss",
+    "ADPUELoss",
+    "ADSLoss",
+    "ADSSLoss",
+    "DebiasedLoss",
+    "DoubleADSSLoss",
+    "LogitLoss",
+    "NNPULoss",
+    "PNULoss",
+    "RiskTerms",
+    "Source",
+    "UPULoss",
+    "data",
+    "labels",
+    "pack_labels",
+    "risks",
+    "simulate",
+    "__version__",
+]

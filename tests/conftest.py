@@ -1,0 +1,40 @@
+"""Shared fixtures: quiet TensorFlow, a fixed mixed batch, and the risk cases."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def mixed_batch(seed: int = 0, n_per: int = 6) -> np.ndarray:
+    """Packed labels with every source present, interleaved, shape (5*n_per, 3)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for src in range(5):
+        w = np.zeros(n_per)
+        e = np.zeros(n_per)
+        if src == 0:  # PU: W observed
+            w = rng.integers(0, 2, n_per).astype(float)
+            w[:2] = [1, 0]
+        elif src == 1:  # E: exposure observed
+            e = rng.integers(0, 2, n_per).astype(float)
+            e[:2] = [1, 0]
+        elif src == 4:  # SSE: W <= E
+            e = rng.integers(0, 2, n_per).astype(float)
+            e[:3] = [1, 1, 0]
+            w = e * rng.integers(0, 2, n_per)
+            w[:2] = [1, 0]
+        rows.append(np.stack([w, e, np.full(n_per, src)], axis=1))
+    y = np.concatenate(rows).astype(np.float32)
+    return y[rng.permutation(len(y))]
+
+
+@pytest.fixture
+def batch():
+    y = mixed_batch(0)
+    z = np.random.default_rng(1).normal(0.0, 1.5, size=(len(y), 1)).astype(np.float32)
+    return y, z
