@@ -1,0 +1,24 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# Each creates the virtualenv .venv (Python 3.11) and installs what it needs.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python setup.cfg setup.py pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/adpue-tf demo
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info
