@@ -1,0 +1,446 @@
+"""tf.data builders that zip the data sets of each setting into packed batches.
+
+Every builder returns a ``tf.data.Dataset`` of ``(x, y)`` batches: ``x`` float32
+``(batch_size, ...)`` and ``y`` float32 ``(batch_size, 3)`` = ``(w, e, source)``
+in the layout of :mod:`adpue_tf.labels`.
+
+Inputs: array-likes (features ``(n, ...)``, labels ``(n,)`` or ``(n, 1)`` in
+{0, 1}), validated eagerly; or a ``tf.data.Dataset`` of *unbatched* rows
+yielding ``(x, w)`` (PU), ``(x, e)`` (E), ``(x, w, e)`` (SSE) or ``x`` (P, U),
+whose label arguments are then ``None``. A Dataset's element spec is checked
+eagerly and its values by ``tf.debugging`` assertions while it is iterated.
+
+Batches: each batch holds ``k_i`` rows of every stream ``i``, from ``shares``
+(positive weights in argument order, or a mapping by source name such as
+``{"pu": 3, "e": 1}``; default: the data set sizes) by the largest-remainder
+method, every ``k_i >= 1``, ``sum(k_i) == batch_size`` (:func:`batch_counts`).
+The rows are interleaved by one fixed permutation that spreads every stream
+evenly over the batch, so when a distribution strategy splits a batch into
+``R`` contiguous slices, one per replica, each slice holds every source with
+``k_i >= 2R`` (``k_i >= R`` when there are two streams).
+
+Epoch: one epoch is ``max_i ceil(n_i / k_i)`` batches (:func:`epoch_length`),
+enough that every row of the stream that takes longest is seen at least once;
+the other streams repeat, reshuffled, as needed. The dataset has this finite
+cardinality, so ``len(ds)`` works and Keras shows progress. A Dataset of
+unknown or infinite cardinality needs explicit ``shares`` and
+``steps_per_epoch``; ``steps_per_epoch`` also overrides the formula.
+
+Shuffling: with ``shuffle=True`` each stream is reshuffled every time it is
+iterated (each pass and each Keras epoch); a fixed ``seed`` makes two builds
+yield identical batches. Arrays are shuffled fully (by index), a Dataset with
+a buffer of ``min(n, 10_000)`` rows. ``shuffle=False`` gives a deterministic
+order (for validation data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+import tensorflow as tf
+
+from adpue_tf.labels import Source, check_binary, check_finite, pack_labels
+
+__all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",
+           "batch_counts", "epoch_length"]
+
+#: A data set argument: array-like features or a ``tf.data.Dataset`` of rows.
+Input = Union[np.ndarray, tf.data.Dataset, Any]
+#: ``shares``: positive weights in argument order, or keyed by source name.
+Shares = Union[Sequence[float], Mapping[Union[str, Source], float], None]
+
+_SHUFFLE_BUFFER = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stream:
+    """One data set: how to name it, how many rows, how to batch it."""
+
+    name: str  # argument name of the features, for messages
+    source: Source
+    rows: int | None  # None: unknown or infinite
+    shape: tf.TensorShape  # shape of one row's features
+    batches: Callable[[int, bool, int | None], tf.data.Dataset]
+
+
+def batch_counts(shares: Sequence[float], batch_size: int) -> list[int]:
+    """Split ``batch_size`` into integer per-stream counts proportional to ``shares``.
+
+    Uses the largest-remainder method (ties go to the earlier stream), then
+    lifts any zero count to 1 by taking rows from the largest count.
+
+    Args:
+        shares: positive weights, one per stream.
+        batch_size: rows per batch, at least ``len(shares)``.
+
+    Returns:
+        Counts ``k_i >= 1`` with ``sum(k_i) == batch_size``.
+
+    Raises:
+        TypeError: if ``batch_size`` is not an int or a share is not a number.
+        ValueError: if ``batch_size < len(shares)`` or a share is not positive and finite.
+
+    Example:
+        >>> batch_counts([3, 1], 10)
+        [8, 2]
+    """
+    _check_int("batch_size", batch_size, max(1, len(shares)), " (one row per stream)")
+    w = np.array([_check_share(s) for s in shares], dtype=np.float64)
+    raw = batch_size * w / w.sum()
+    counts = np.floor(raw).astype(int)
+    order = np.argsort(-(raw - counts), kind="stable")
+    counts[order[: batch_size - counts.sum()]] += 1
+    while np.any(counts == 0):
+        counts[np.argmax(counts)] -= 1
+        counts[np.argmin(counts)] += 1
+    return counts.tolist()
+
+
+def epoch_length(rows: Sequence[int], counts: Sequence[int]) -> int:
+    """Number of batches in one epoch: ``max_i ceil(rows[i] / counts[i])``.
+
+    Args:
+        rows: size of each data set.
+        counts: rows of each data set per batch (see :func:`batch_counts`).
+
+    Returns:
+        Batches needed so every row of the slowest stream is seen at least once.
+
+    Example:
+        >>> epoch_length([100, 10], [8, 2])
+        13
+    """
+    return max(math.ceil(n / k) for n, k in zip(rows, counts))
+
+
+def _check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}{why}, got {value}.")
+    return int(value)
+
+
+def _check_share(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`shares` must hold numbers, got {value!r}.")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"`shares` must be positive and finite, got {value!r}.")
+    return float(value)
+
+
+def _share_weights(shares: Shares, streams: Sequence[_Stream]) -> list[float]:
+    keys = [s.source.name.lower() for s in streams]
+    if shares is None:
+        return [float(s.rows) for s in streams]
+    if isinstance(shares, Mapping):
+        given = {(k.name if isinstance(k, Source) else str(k)).lower(): v
+                 for k, v in shares.items()}
+        if set(given) != set(keys):
+            raise ValueError(f"`shares` must have exactly the keys {keys}, got {list(shares)}.")
+        shares = [given[k] for k in keys]
+    if isinstance(shares, np.ndarray):
+        shares = shares.tolist()
+    if isinstance(shares, (str, bytes)) or not isinstance(shares, Sequence):
+        raise TypeError(f"`shares` must be a sequence or a mapping, got {type(shares).__name__}.")
+    if len(shares) != len(streams):
+        raise ValueError(f"`shares` needs {len(streams)} weight(s) {keys}, got {len(shares)}.")
+    return [_check_share(s) for s in shares]
+
+
+def _interleave_order(counts: Sequence[int]) -> np.ndarray:
+    """Permutation of the concatenated rows that spreads every stream evenly.
+
+    Slot ``m`` of a batch of ``B`` rows takes the next row of the stream that is
+    furthest behind its target ``(m + 1/2) * k_i / B`` (ties: larger ``k_i``,
+    then the earlier stream); rows keep their order within each stream.
+    """
+    total, taken, order = sum(counts), [0] * len(counts), []
+    starts = np.cumsum([0, *counts[:-1]])
+    for m in range(total):
+        i = max((i for i, k in enumerate(counts) if taken[i] < k),
+                key=lambda i: ((2 * m + 1) * counts[i] - 2 * total * taken[i], counts[i]))
+        order.append(starts[i] + taken[i])
+        taken[i] += 1
+    return np.array(order, dtype=np.int64)
+
+
+def _array_stream(name: str, source: Source, x: Any, labels: dict) -> _Stream:
+    """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
+    x = check_finite(name, np.asarray(check_finite(name, x), dtype=np.float32))  # + overflow
+    if x.ndim < 1 or len(x) == 0:
+        raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")
+    packed = {}
+    for role, (arg, value) in labels.items():
+        if value is None:
+            raise ValueError(f"`{arg}` is required when `{name}` is an array.")
+        packed[role] = check_binary(arg, value)
+        if len(packed[role]) != len(x):
+            raise ValueError(f"`{arg}` has {len(packed[role])} rows but `{name}` has {len(x)}.")
+    if source == Source.SSE and np.any(packed["w"] > packed["e"]):
+        (w_arg, _), (e_arg, _) = labels["w"], labels["e"]
+        raise ValueError(f"`{w_arg}` must be 0 where `{e_arg}` is 0 (W = E*Y) in SSE data.")
+    xt = tf.constant(x)
+    yt = tf.constant(pack_labels(source, n=len(x), **packed))
+
+    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
+        idx = tf.data.Dataset.range(len(x))
+        if shuffle:
+            idx = idx.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+        idx = idx.repeat().batch(k, drop_remainder=True)
+        return idx.map(lambda i: (tf.gather(xt, i), tf.gather(yt, i)))
+
+    return _Stream(name, source, len(x), tf.TensorShape(x.shape[1:]), batches)
+
+
+def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict) -> _Stream:
+    """A stream over a Dataset of unbatched rows ``x`` or ``(x, *labels)``."""
+    args = [arg for arg, _ in labels.values()]
+    for arg, value in labels.values():
+        if value is not None:
+            raise ValueError(
+                f"`{arg}` must be None when `{name}` is a tf.data.Dataset; "
+                f"the Dataset yields ({', '.join(['x'] + args)}) instead."
+            )
+    spec = ds.element_spec
+    specs = spec if isinstance(spec, tuple) else (spec,)
+    if len(specs) != 1 + len(labels) or not all(isinstance(s, tf.TensorSpec) for s in specs):
+        raise ValueError(
+            f"`{name}` must yield unbatched rows `{', '.join(['x'] + args)}`, "
+            f"got element_spec {spec}."
+        )
+    for arg, s in zip([name] + args, specs):
+        if not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool):
+            raise TypeError(f"`{arg}` must be numeric, got dtype {s.dtype.name}.")
+    for arg, s in zip(args, specs[1:]):
+        if s.shape.rank is None or s.shape.as_list() not in ([], [1]):
+            raise ValueError(f"`{arg}` rows must have shape () or (1,), got {s.shape}.")
+    card = int(ds.cardinality())
+    if card == 0:
+        raise ValueError(f"`{name}` is empty; it needs at least one row.")
+    rows = card if card > 0 else None
+
+    def pack(x: tf.Tensor, *labs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        x = tf.debugging.assert_all_finite(
+            tf.cast(x, tf.float32), f"`{name}` contains NaN or infinite values.")
+        zeros = tf.zeros(tf.shape(x)[:1], tf.float32)
+        cols, checks = {"w": zeros, "e": zeros}, []
+        for (role, (arg, _)), lab in zip(labels.items(), labs):
+            cols[role] = tf.reshape(tf.cast(lab, tf.float32), [-1])
+            ok = tf.reduce_all((cols[role] == 0.0) | (cols[role] == 1.0))
+            checks.append(tf.debugging.assert_equal(
+                ok, True, message=f"`{arg}` must hold only 0 and 1 (no NaN/inf)."))
+        if source == Source.SSE:
+            checks.append(tf.debugging.assert_less_equal(
+                cols["w"], cols["e"], message=f"`{args[0]}` must be 0 where `{args[1]}` is 0."))
+        with tf.control_dependencies(checks):
+            y = tf.stack([cols["w"], cols["e"], zeros + float(source)], axis=1)
+        return x, y
+
+    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
+        d = ds
+        if shuffle:
+            buffer = min(rows or _SHUFFLE_BUFFER, _SHUFFLE_BUFFER)
+            d = d.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        d = d.repeat().batch(k, drop_remainder=True)
+        return d.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+
+    return _Stream(name, source, rows, specs[0].shape, batches)
+
+
+def _stream(name: str, source: Source, x: Input, **labels: tuple[str, Any]) -> _Stream:
+    if isinstance(x, tf.data.Dataset):
+        return _dataset_stream(name, source, x, labels)
+    return _array_stream(name, source, x, labels)
+
+
+def _check_shapes(streams: Sequence[_Stream]) -> None:
+    first = streams[0]
+    for s in streams[1:]:
+        if not s.shape.is_compatible_with(first.shape):
+            raise ValueError(
+                f"Feature shapes differ: `{first.name}` rows have shape {first.shape} "
+                f"but `{s.name}` rows have shape {s.shape}."
+            )
+
+
+def _zip(streams: Sequence[_Stream], counts: list[int], shuffle: bool,
+         seed: int | None) -> tf.data.Dataset:
+    """Zip the streams' batches and interleave their rows into one batch."""
+    parts = tuple(s.batches(k, shuffle, None if seed is None else seed + i)
+                  for i, (s, k) in enumerate(zip(streams, counts)))
+    order = tf.constant(_interleave_order(counts))
+
+    def merge(*batches: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        x = tf.concat([b[0] for b in batches], axis=0)
+        y = tf.concat([b[1] for b in batches], axis=0)
+        return tf.gather(x, order), tf.gather(y, order)
+
+    return tf.data.Dataset.zip(parts).map(merge, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _build(streams: Sequence[_Stream], batch_size: int, shares: Shares, seed: int | None,
+           shuffle: bool, steps_per_epoch: int | None) -> tf.data.Dataset:
+    """Validate, count, zip, interleave, cut to one epoch and prefetch."""
+    _check_int("batch_size", batch_size, max(1, len(streams)), " (one row per stream)")
+    _check_shapes(streams)
+    unknown = [s.name for s in streams if s.rows is None]
+    if unknown and (shares is None or steps_per_epoch is None):
+        raise ValueError(
+            f"{', '.join(f'`{n}`' for n in unknown)} has unknown or infinite "
+            "cardinality: pass `shares` and `steps_per_epoch` explicitly."
+        )
+    if seed is not None:
+        _check_int("seed", seed, -(2**63))
+    counts = batch_counts(_share_weights(shares, streams), batch_size)
+    n = (epoch_length([s.rows for s in streams], counts) if steps_per_epoch is None
+         else _check_int("steps_per_epoch", steps_per_epoch, 1))
+    ds = _zip(streams, counts, bool(shuffle), seed).take(n)
+    ds = ds.apply(tf.data.experimental.assert_cardinality(n))
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def pue_dataset(x_pu: Input, w: Any, x_e: Input, e: Any, *, batch_size: int = 512,
+                shares: Shares = None, seed: int | None = None, shuffle: bool = True,
+                steps_per_epoch: int | None = None) -> tf.data.Dataset:
+    """Batches of the PUE setting: one-sample PU data ``(W, x)`` and exposure data ``(E, x)``.
+
+    Args:
+        x_pu: PU features ``(n_pu, ...)``, or a Dataset of ``(x, w)`` rows.
+        w: observed positives ``W`` of ``x_pu`` (None for a Dataset).
+        x_e: exposure features ``(n_e, ...)``, or a Dataset of ``(x, e)`` rows.
+        e: exposures ``E`` of ``x_e`` (None for a Dataset).
+        batch_size: rows per batch, at least the number of streams.
+        shares: per-batch weights ``(pu, e)``; default: the data set sizes.
+        seed: shuffling seed; fixed, two builds yield identical batches.
+        shuffle: shuffle each stream (False for validation data).
+        steps_per_epoch: batches per epoch; default ``max_i ceil(n_i / k_i)``.
+
+    Returns:
+        A finite Dataset of ``(x, y)`` batches, ``y = (w, e, source)``.
+
+    Raises:
+        TypeError: on non-numeric data or a wrongly typed argument.
+        ValueError: on labels outside {0, 1}, NaN/inf, mismatched shapes or
+            lengths, empty data, or bad ``batch_size``/``shares``.
+
+    Example:
+        >>> ds = pue_dataset(np.ones((6, 2)), [0, 1, 0, 1, 0, 1],
+        ...                  np.ones((3, 2)), [1, 0, 1], batch_size=3, seed=0)
+        >>> len(ds), [tuple(t.shape) for t in next(iter(ds))]
+        (3, [(3, 2), (3, 3)])
+    """
+    streams = [_stream("x_pu", Source.PU, x_pu, w=("w", w)),
+               _stream("x_e", Source.E, x_e, e=("e", e))]
+    return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
+
+
+def pe_dataset(x_p: Input, x_e: Input, e: Any, *, batch_size: int = 512,
+               shares: Shares = None, seed: int | None = None, shuffle: bool = True,
+               steps_per_epoch: int | None = None) -> tf.data.Dataset:
+    """Batches of the PE setting: positives ``x`` and exposure data ``(E, x)``.
+
+    Args:
+        x_p: positive features, or a Dataset of ``x`` rows.
+        x_e: exposure features, or a Dataset of ``(x, e)`` rows.
+        e: exposures of ``x_e`` (None for a Dataset).
+        batch_size, shares, seed, shuffle, steps_per_epoch: as in
+            :func:`pue_dataset`; ``shares`` is ordered ``(p, e)``.
+
+    Returns:
+        A finite Dataset of ``(x, y)`` batches; errors as in :func:`pue_dataset`.
+
+    Example:
+        >>> ds = pe_dataset(np.ones((4, 2)), np.ones((4, 2)), [1, 0, 1, 0],
+        ...                 batch_size=4, shares=[1, 1], shuffle=False)
+        >>> next(iter(ds))[1][:, 2].numpy().tolist()
+        [2.0, 1.0, 2.0, 1.0]
+    """
+    streams = [_stream("x_p", Source.P, x_p), _stream("x_e", Source.E, x_e, e=("e", e))]
+    return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
+
+
+def fpue_dataset(x_p: Input, x_u: Input, x_e: Input, e: Any, *, batch_size: int = 512,
+                 shares: Shares = None, seed: int | None = None, shuffle: bool = True,
+                 steps_per_epoch: int | None = None) -> tf.data.Dataset:
+    """Batches of the FPUE setting: positives, unlabeled ``x`` and exposure data.
+
+    Args:
+        x_p: positive features, or a Dataset of ``x`` rows.
+        x_u: unlabeled features, or a Dataset of ``x`` rows.
+        x_e: exposure features, or a Dataset of ``(x, e)`` rows.
+        e: exposures of ``x_e`` (None for a Dataset).
+        batch_size, shares, seed, shuffle, steps_per_epoch: as in
+            :func:`pue_dataset`; ``shares`` is ordered ``(p, u, e)``.
+
+    Returns:
+        A finite Dataset of ``(x, y)`` batches; errors as in :func:`pue_dataset`.
+
+    Example:
+        >>> ds = fpue_dataset(np.ones((2, 1)), np.ones((4, 1)), np.ones((2, 1)),
+        ...                   [1, 0], batch_size=4, shuffle=False)
+        >>> sorted(next(iter(ds))[1][:, 2].numpy().tolist())
+        [1.0, 2.0, 3.0, 3.0]
+    """
+    streams = [_stream("x_p", Source.P, x_p), _stream("x_u", Source.U, x_u),
+               _stream("x_e", Source.E, x_e, e=("e", e))]
+    return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
+
+
+def sse_dataset(x_sse: Input, w: Any, e: Any, *, batch_size: int = 512,
+                shares: Shares = None, seed: int | None = None, shuffle: bool = True,
+                steps_per_epoch: int | None = None) -> tf.data.Dataset:
+    """Batches of SSE data ``(W, E, x)``: exposure observed together with ``W``.
+
+    Args:
+        x_sse: SSE features, or a Dataset of ``(x, w, e)`` rows.
+        w: observed positives (None for a Dataset); must be 0 wherever ``e`` is 0.
+        e: exposures (None for a Dataset).
+        batch_size, shares, seed, shuffle, steps_per_epoch: as in
+            :func:`pue_dataset`; ``shares`` has one weight (``sse``).
+
+    Returns:
+        A finite Dataset of ``(x, y)`` batches; errors as in :func:`pue_dataset`,
+        and a ValueError where ``w`` is 1 but ``e`` is 0.
+
+    Example:
+        >>> ds = sse_dataset(np.ones((5, 2)), [1, 0, 0, 1, 0], [1, 1, 0, 1, 0],
+        ...                  batch_size=2, shuffle=False)
+        >>> len(ds), next(iter(ds))[1].numpy().tolist()
+        (3, [[1.0, 1.0, 4.0], [0.0, 1.0, 4.0]])
+    """
+    streams = [_stream("x_sse", Source.SSE, x_sse, w=("w", w), e=("e", e))]
+    return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
+
+
+def sse_pu_dataset(x_sse: Input, w_sse: Any, e_sse: Any, x_pu: Input, w_pu: Any, *,
+                   batch_size: int = 512, shares: Shares = None, seed: int | None = None,
+                   shuffle: bool = True, steps_per_epoch: int | None = None) -> tf.data.Dataset:
+    """Batches of the 3SE setting: SSE data ``(W, E, x)`` and PU data ``(W, x)``.
+
+    Args:
+        x_sse: SSE features, or a Dataset of ``(x, w, e)`` rows.
+        w_sse: observed positives of ``x_sse`` (None for a Dataset).
+        e_sse: exposures of ``x_sse`` (None for a Dataset).
+        x_pu: PU features, or a Dataset of ``(x, w)`` rows.
+        w_pu: observed positives of ``x_pu`` (None for a Dataset).
+        batch_size, shares, seed, shuffle, steps_per_epoch: as in
+            :func:`pue_dataset`; ``shares`` is ordered ``(sse, pu)``.
+
+    Returns:
+        A finite Dataset of ``(x, y)`` batches; errors as in :func:`sse_dataset`.
+
+    Example:
+        >>> ds = sse_pu_dataset(np.ones((2, 3)), [1, 0], [1, 0],
+        ...                     np.ones((6, 3)), [0, 1, 0, 0, 1, 0], batch_size=4)
+        >>> len(ds), sorted(next(iter(ds))[1][:, 2].numpy().tolist())
+        (2, [0.0, 0.0, 0.0, 4.0])
+    """
+    streams = [_stream("x_sse", Source.SSE, x_sse, w=("w_sse", w_sse), e=("e_sse", e_sse)),
+               _stream("x_pu", Source.PU, x_pu, w=("w_pu", w_pu))]
+    return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)

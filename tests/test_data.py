@@ -1,0 +1,313 @@
+"""Tests for adpue_tf.data: packing, shares, interleaving, epochs, validation."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from adpue_tf import data
+from adpue_tf.labels import Source
+
+RNG = np.random.default_rng(0)
+D = 3
+
+
+def _x(n: int, offset: int) -> np.ndarray:
+    """Features whose column 0 is a unique row id (offset + row)."""
+    x = RNG.normal(size=(n, D))
+    x[:, 0] = offset + np.arange(n)
+    return x
+
+
+def _bits(n: int) -> np.ndarray:
+    return RNG.integers(0, 2, size=n).astype(np.int64)
+
+
+# Data for every setting; ids: PU 0.., E 1000.., P 2000.., U 3000.., SSE 4000..
+N = {"pu": 23, "e": 9, "p": 7, "u": 12, "sse": 17}
+X = {k: _x(n, 1000 * int(Source[k.upper()])) for k, n in N.items()}
+W_PU, E_E = _bits(N["pu"]), _bits(N["e"])
+E_SSE = _bits(N["sse"])
+W_SSE = E_SSE * _bits(N["sse"])
+
+BUILDERS = {
+    "pue": (data.pue_dataset, (X["pu"], W_PU, X["e"], E_E), ("pu", "e")),
+    "pe": (data.pe_dataset, (X["p"], X["e"], E_E), ("p", "e")),
+    "fpue": (data.fpue_dataset, (X["p"], X["u"], X["e"], E_E), ("p", "u", "e")),
+    "sse": (data.sse_dataset, (X["sse"], W_SSE, E_SSE), ("sse",)),
+    "sse_pu": (data.sse_pu_dataset, (X["sse"], W_SSE, E_SSE, X["pu"], W_PU), ("sse", "pu")),
+}
+
+
+def _expected_labels(ids: np.ndarray) -> np.ndarray:
+    """The packed y each row id must carry."""
+    out = np.zeros((len(ids), 3), np.float32)
+    for r, i in enumerate(ids.astype(int)):
+        src, j = divmod(i, 1000)
+        w = {Source.PU: W_PU, Source.SSE: W_SSE}.get(Source(src))
+        e = {Source.E: E_E, Source.SSE: E_SSE}.get(Source(src))
+        out[r] = (0 if w is None else w[j], 0 if e is None else e[j], src)
+    return out
+
+
+def _batches(ds: tf.data.Dataset) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(x.numpy(), y.numpy()) for x, y in ds]
+
+
+def _counts(y: np.ndarray, keys: tuple[str, ...]) -> list[int]:
+    return [int(np.sum(y[:, 2] == int(Source[k.upper()]))) for k in keys]
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_shapes_dtypes_and_labels_per_source(name):
+    build, args, _ = BUILDERS[name]
+    ds = build(*args, batch_size=8, seed=0)
+    assert ds.element_spec[0].shape == (8, D) and ds.element_spec[0].dtype == tf.float32
+    assert ds.element_spec[1].shape == (8, 3) and ds.element_spec[1].dtype == tf.float32
+    for x, y in _batches(ds):
+        np.testing.assert_array_equal(y, _expected_labels(x[:, 0]))
+
+
+def test_integer_and_image_features_are_cast_to_float32():
+    x_pu = np.arange(10 * 4 * 4).reshape(10, 4, 4, 1).astype(np.int32)
+    ds = data.pue_dataset(x_pu, np.zeros(10), x_pu[:5] * 2, np.ones((5, 1)), batch_size=6)
+    x, y = next(iter(ds))
+    assert x.dtype == tf.float32 and x.shape == (6, 4, 4, 1) and y.shape == (6, 3)
+
+
+@pytest.mark.parametrize(
+    "shares, expected",
+    [(None, [6, 2]), ([1, 1], [4, 4]), ({"E": 3, Source.PU: 1}, [2, 6]), (np.array([7, 1]), [7, 1])],
+)
+def test_per_batch_counts_follow_shares(shares, expected):
+    x_pu, x_e = _x(30, 0), _x(10, 1000)
+    ds = data.pue_dataset(x_pu, np.zeros(30), x_e, np.ones(10), batch_size=8, shares=shares)
+    for _, y in _batches(ds):
+        assert _counts(y, ("pu", "e")) == expected
+
+
+@pytest.mark.parametrize(
+    "shares, batch_size, expected",
+    [([3, 1], 10, [8, 2]), ([1, 1, 1], 10, [4, 3, 3]), ([1, 1000], 4, [1, 3]),
+     ([1, 1, 1000], 5, [1, 1, 3]), ([2.5, 2.5, 5], 7, [2, 2, 3]), ([1], 3, [3])],
+)
+def test_batch_counts_largest_remainder(shares, batch_size, expected):
+    assert data.batch_counts(shares, batch_size) == expected
+
+
+def test_interleave_order_spreads_every_stream_over_replica_slices():
+    # Exhaustive over small batches: each of R equal contiguous slices holds every
+    # stream with k >= 2R (k >= R with two streams), as the module docstring says.
+    from adpue_tf.data import _interleave_order
+
+    for total in range(2, 25):
+        for k0 in range(1, total):
+            for k1 in range(1, total - k0 + 1):
+                counts = [k0, k1] + ([total - k0 - k1] if total > k0 + k1 else [])
+                order = _interleave_order(counts)
+                source = np.repeat(np.arange(len(counts)), counts)[order]
+                assert sorted(order) == list(range(total))
+                for i in range(len(counts)):  # rows keep their order within a stream
+                    assert np.all(np.diff(order[source == i]) > 0)
+                for r in (r for r in range(2, total + 1) if total % r == 0):
+                    factor = 1 if len(counts) == 2 else 2
+                    for part in np.split(source, r):
+                        for i, k in enumerate(counts):
+                            assert k < factor * r or i in part, (counts, r, source)
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_every_contiguous_slice_holds_every_source(name):
+    build, args, keys = BUILDERS[name]
+    for slices in (2, 4):
+        ds = build(*args, batch_size=16, shares=[1] * len(keys), seed=1)
+        for _, y in _batches(ds):
+            for part in np.split(y, slices):
+                assert all(c >= 1 for c in _counts(part, keys)), (slices, part[:, 2])
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+@pytest.mark.parametrize("batch_size", [5, 8])
+def test_epoch_length_and_full_coverage_of_slowest_stream(name, batch_size):
+    build, args, keys = BUILDERS[name]
+    ds = build(*args, batch_size=batch_size, seed=3)
+    counts = data.batch_counts([N[k] for k in keys], batch_size)
+    expected = max(math.ceil(N[k] / c) for k, c in zip(keys, counts))
+    assert expected == data.epoch_length([N[k] for k in keys], counts)
+    batches = _batches(ds)
+    assert len(ds) == len(batches) == expected
+    assert int(ds.cardinality()) == expected
+    slowest = keys[int(np.argmax([N[k] / c for k, c in zip(keys, counts)]))]
+    ids = np.concatenate([x[:, 0] for x, _ in batches])
+    assert set(X[slowest][:, 0]) <= set(ids)
+
+
+def test_seed_reproducible_and_reshuffled_each_iteration():
+    build, args, _ = BUILDERS["fpue"]
+    first = _batches(build(*args, batch_size=6, seed=7))
+    again = _batches(build(*args, batch_size=6, seed=7))
+    other = _batches(build(*args, batch_size=6, seed=8))
+    for (xa, ya), (xb, yb) in zip(first, again):
+        np.testing.assert_array_equal(xa, xb)
+        np.testing.assert_array_equal(ya, yb)
+    ids = lambda bs: np.concatenate([x[:, 0] for x, _ in bs])  # noqa: E731
+    assert not np.array_equal(ids(first), ids(other))
+    ds = build(*args, batch_size=6, seed=7)
+    assert not np.array_equal(ids(_batches(ds)), ids(_batches(ds)))  # next epoch differs
+
+
+def test_shuffle_false_is_deterministic_and_in_order():
+    build, args, _ = BUILDERS["pue"]
+    ds = build(*args, batch_size=8, shuffle=False)
+    a, b = _batches(ds), _batches(ds)
+    for (xa, ya), (xb, yb) in zip(a, b):
+        np.testing.assert_array_equal(xa, xb)
+        np.testing.assert_array_equal(ya, yb)
+    ids = np.concatenate([x[:, 0] for x, _ in a])
+    pu_ids = ids[ids < 1000]
+    np.testing.assert_array_equal(pu_ids[: N["pu"]], np.arange(N["pu"]))
+
+
+def _as_dataset(x, *labels):
+    return tf.data.Dataset.from_tensor_slices((x, *labels) if labels else x)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_dataset_inputs_match_arrays(shuffle):
+    cases = [
+        (data.pue_dataset, (X["pu"], W_PU, X["e"], E_E),
+         (_as_dataset(X["pu"], W_PU), None, _as_dataset(X["e"], E_E[:, None]), None)),
+        (data.pe_dataset, (X["p"], X["e"], E_E), (_as_dataset(X["p"]), X["e"], E_E)),
+        (data.fpue_dataset, (X["p"], X["u"], X["e"], E_E),
+         (_as_dataset(X["p"]), _as_dataset(X["u"]), _as_dataset(X["e"], E_E), None)),
+        (data.sse_dataset, (X["sse"], W_SSE, E_SSE), (_as_dataset(X["sse"], W_SSE, E_SSE), None, None)),
+        (data.sse_pu_dataset, (X["sse"], W_SSE, E_SSE, X["pu"], W_PU),
+         (_as_dataset(X["sse"], W_SSE, E_SSE), None, None, _as_dataset(X["pu"], W_PU), None)),
+    ]
+    for build, arrays, datasets in cases:
+        a = _batches(build(*arrays, batch_size=6, shuffle=shuffle, seed=0))
+        b = _batches(build(*datasets, batch_size=6, shuffle=shuffle, seed=0))
+        assert len(a) == len(b)
+        xa, ya = (np.concatenate(t) for t in zip(*a))
+        xb, yb = (np.concatenate(t) for t in zip(*b))
+        if not shuffle:  # same rows in the same order
+            np.testing.assert_array_equal(xa, xb)
+            np.testing.assert_array_equal(ya, yb)
+        np.testing.assert_array_equal(yb, _expected_labels(xb[:, 0]))
+        np.testing.assert_array_equal(np.sort(ya[:, 2]), np.sort(yb[:, 2]))
+
+
+def test_dataset_of_unknown_cardinality_needs_shares_and_steps():
+    unknown = _as_dataset(X["pu"], W_PU).filter(lambda x, w: tf.constant(True))
+    with pytest.raises(ValueError, match="x_pu.*steps_per_epoch"):
+        data.pue_dataset(unknown, None, X["e"], E_E, batch_size=4)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        data.pue_dataset(unknown, None, X["e"], E_E, batch_size=4, shares=[1, 1])
+    infinite = _as_dataset(X["p"]).repeat()
+    with pytest.raises(ValueError, match="x_p"):
+        data.pe_dataset(infinite, X["e"], E_E, batch_size=4, steps_per_epoch=3)
+    ds = data.pue_dataset(unknown, None, X["e"], E_E, batch_size=4, shares=[3, 1],
+                          steps_per_epoch=5)
+    batches = _batches(ds)
+    assert len(ds) == len(batches) == 5
+    assert all(_counts(y, ("pu", "e")) == [3, 1] for _, y in batches)
+
+
+def test_steps_per_epoch_overrides_formula():
+    build, args, _ = BUILDERS["pe"]
+    assert len(_batches(build(*args, batch_size=4, steps_per_epoch=11))) == 11
+
+
+def _call(name, **changes):
+    """A thunk calling builder `name`; keys `a<i>` replace positional input i, others are kwargs."""
+    build, args, _ = BUILDERS[name]
+    args = list(args)
+    kwargs = {"batch_size": 8}
+    for key, value in changes.items():
+        if isinstance(key, str) and key.startswith("a"):
+            args[int(key[1:])] = value
+        else:
+            kwargs[key] = value
+    return lambda: build(*args, **kwargs)
+
+
+def _with(arr, index, value):
+    out = np.array(arr, dtype=np.float64)
+    out[index] = value
+    return out
+
+
+BAD = [
+    ("pue", {"a1": _with(W_PU, 0, 2)}, ValueError, "`w`"),
+    ("pue", {"a3": _with(E_E, 1, -1)}, ValueError, "`e`"),
+    ("pue", {"a3": _with(E_E, 1, np.nan)}, ValueError, "`e`"),
+    ("pue", {"a0": _with(X["pu"], (2, 1), np.nan)}, ValueError, "`x_pu`"),
+    ("fpue", {"a1": _with(X["u"], (0, 2), np.inf)}, ValueError, "`x_u`"),
+    ("pue", {"a0": np.array([["a"] * D] * N["pu"])}, TypeError, "`x_pu`"),
+    ("pe", {"a1": _x(N["e"], 1000)[:, :2]}, ValueError, "`x_e`"),
+    ("pe", {"a0": np.zeros((0, D))}, ValueError, "`x_p`"),
+    ("pue", {"a1": W_PU[:-1]}, ValueError, "`w`.*`x_pu`"),
+    ("sse_pu", {"a4": np.ones((N["pu"], 2))}, ValueError, "`w_pu`"),
+    ("pue", {"a1": None}, ValueError, "`w`"),
+    ("pue", {"batch_size": 0}, ValueError, "batch_size"),
+    ("fpue", {"batch_size": 2}, ValueError, "batch_size"),
+    ("pue", {"batch_size": 4.0}, TypeError, "batch_size"),
+    ("pue", {"batch_size": True}, TypeError, "batch_size"),
+    ("pue", {"shares": [1, 0]}, ValueError, "shares"),
+    ("pue", {"shares": [1, -2]}, ValueError, "shares"),
+    ("pue", {"shares": [1, math.nan]}, ValueError, "shares"),
+    ("pue", {"shares": [1, 1, 1]}, ValueError, "shares"),
+    ("pue", {"shares": {"pu": 1, "p": 1}}, ValueError, "shares"),
+    ("pue", {"shares": [1, "a"]}, TypeError, "shares"),
+    ("pue", {"shares": "ab"}, TypeError, "shares"),
+    ("pue", {"steps_per_epoch": 0}, ValueError, "steps_per_epoch"),
+    ("pue", {"steps_per_epoch": 2.0}, TypeError, "steps_per_epoch"),
+    ("pue", {"seed": "0"}, TypeError, "seed"),
+    ("sse", {"a1": _with(W_SSE * 0, int(np.argmin(E_SSE)), 1)}, ValueError, "`w`.*`e`"),
+    ("sse_pu", {"a1": _with(W_SSE * 0, int(np.argmin(E_SSE)), 1)}, ValueError, "`w_sse`"),
+    ("pue", {"a0": _as_dataset(X["pu"], W_PU)}, ValueError, "`w` must be None"),
+    ("pue", {"a0": _as_dataset(X["pu"]), "a1": None}, ValueError, "`x_pu`"),
+    ("pe", {"a0": _as_dataset(X["p"], X["p"][:, 0])}, ValueError, "`x_p`"),
+    ("pue", {"a0": _as_dataset(X["pu"], np.ones((N["pu"], 2))), "a1": None}, ValueError, "`w`"),
+    ("pe", {"a0": _as_dataset(X["p"].astype(str))}, TypeError, "`x_p`"),
+    ("pe", {"a0": _as_dataset(np.zeros((0, D)))}, ValueError, "`x_p`"),
+    ("sse", {"a0": _as_dataset(X["sse"], W_SSE), "a1": None, "a2": None}, ValueError, "x_sse"),
+]
+
+
+@pytest.mark.parametrize("name, changes, error, match", BAD)
+def test_bad_inputs_raise_naming_the_argument(name, changes, error, match):
+    with pytest.raises(error, match=match):
+        _call(name, **changes)()
+
+
+@pytest.mark.parametrize(
+    "name, changes, match",
+    [
+        ("pue", {"a0": _as_dataset(X["pu"], _with(W_PU, 3, 2)), "a1": None}, "`w`"),
+        ("pue", {"a0": _as_dataset(X["pu"], _with(W_PU, 3, np.nan)), "a1": None}, "`w`"),
+        ("pe", {"a1": _as_dataset(X["e"], _with(E_E, 0, 5)), "a2": None}, "`e`"),
+        ("pe", {"a0": _as_dataset(_with(X["p"], (1, 1), np.nan))}, "`x_p`"),
+        ("sse", {"a0": _as_dataset(X["sse"], _with(W_SSE * 0, int(np.argmin(E_SSE)), 1), E_SSE),
+                 "a1": None, "a2": None}, "`w` must be 0 where `e`"),
+    ],
+)
+def test_bad_dataset_values_fail_while_iterating(name, changes, match):
+    ds = _call(name, **changes)()
+    with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+        _batches(ds)
+
+
+def test_keras_fit_consumes_the_dataset():
+    build, args, _ = BUILDERS["pue"]
+    ds = build(*args, batch_size=8, seed=0)
+    model = keras.Sequential([keras.Input((D,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=lambda y, z: keras.ops.mean(
+        keras.ops.binary_crossentropy(y[:, :1], z, from_logits=True)))
+    history = model.fit(ds, epochs=2, verbose=0, shuffle=False)
+    assert len(history.history["loss"]) == 2
+    assert np.all(np.isfinite(history.history["loss"]))
