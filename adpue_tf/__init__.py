@@ -9,7 +9,7 @@ Example:
     >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
 """
 
-from adpue_tf import labels, risks  # data, simulate: added once their modules land
+from adpue_tf import data, labels, risks, simulate, synthetic
 from adpue_tf.labels import Source, pack_labels
 from adpue_tf.losses import (
     AD3SELoss,
@@ -49,5 +49,6 @@ __all__ = [
     "pack_labels",
     "risks",
     "simulate",
+    "synthetic",
     "__version__",
 ]

@@ -421,7 +421,7 @@ def nnpu(
 
     Example:
         >>> from adpue_tf.labels import pack_pu
-        >>> float(nnpu(pack_pu([1]), [[-9.0]], prior=0.5, from_logits=True).fired)
+        >>> float(nnpu(pack_pu([1, 0]), [[9.0], [-9.0]], prior=0.9, from_logits=True).fired)
         1.0
     """
     check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma)
