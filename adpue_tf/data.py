@@ -35,16 +35,16 @@ order (for validation data).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf.labels import Source, check_binary, check_finite, pack_labels
+from adpue_tf._streams import Stream, make_stream
+from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",
            "batch_counts", "epoch_length"]
@@ -54,18 +54,6 @@ Input = Union[np.ndarray, tf.data.Dataset, Any]
 #: ``shares``: positive weights in argument order, or keyed by source name.
 Shares = Union[Sequence[float], Mapping[Union[str, Source], float], None]
 
-_SHUFFLE_BUFFER = 10_000
-
-
-@dataclasses.dataclass(frozen=True)
-class _Stream:
-    """One data set: how to name it, how many rows, how to batch it."""
-
-    name: str  # argument name of the features, for messages
-    source: Source
-    rows: int | None  # None: unknown or infinite
-    shape: tf.TensorShape  # shape of one row's features
-    batches: Callable[[int, bool, int | None], tf.data.Dataset]
 
 
 def batch_counts(shares: Sequence[float], batch_size: int) -> list[int]:
@@ -134,7 +122,7 @@ def _check_share(value: Any) -> float:
     return float(value)
 
 
-def _share_weights(shares: Shares, streams: Sequence[_Stream]) -> list[float]:
+def _share_weights(shares: Shares, streams: Sequence[Stream]) -> list[float]:
     keys = [s.source.name.lower() for s in streams]
     if shares is None:
         return [float(s.rows) for s in streams]
@@ -170,96 +158,7 @@ def _interleave_order(counts: Sequence[int]) -> np.ndarray:
     return np.array(order, dtype=np.int64)
 
 
-def _array_stream(name: str, source: Source, x: Any, labels: dict) -> _Stream:
-    """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
-    x = check_finite(name, np.asarray(check_finite(name, x), dtype=np.float32))  # + overflow
-    if x.ndim < 1 or len(x) == 0:
-        raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")
-    packed = {}
-    for role, (arg, value) in labels.items():
-        if value is None:
-            raise ValueError(f"`{arg}` is required when `{name}` is an array.")
-        packed[role] = check_binary(arg, value)
-        if len(packed[role]) != len(x):
-            raise ValueError(f"`{arg}` has {len(packed[role])} rows but `{name}` has {len(x)}.")
-    if source == Source.SSE and np.any(packed["w"] > packed["e"]):
-        (w_arg, _), (e_arg, _) = labels["w"], labels["e"]
-        raise ValueError(f"`{w_arg}` must be 0 where `{e_arg}` is 0 (W = E*Y) in SSE data.")
-    xt = tf.constant(x)
-    yt = tf.constant(pack_labels(source, n=len(x), **packed))
-
-    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        idx = tf.data.Dataset.range(len(x))
-        if shuffle:
-            idx = idx.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-        idx = idx.repeat().batch(k, drop_remainder=True)
-        return idx.map(lambda i: (tf.gather(xt, i), tf.gather(yt, i)))
-
-    return _Stream(name, source, len(x), tf.TensorShape(x.shape[1:]), batches)
-
-
-def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict) -> _Stream:
-    """A stream over a Dataset of unbatched rows ``x`` or ``(x, *labels)``."""
-    args = [arg for arg, _ in labels.values()]
-    for arg, value in labels.values():
-        if value is not None:
-            raise ValueError(
-                f"`{arg}` must be None when `{name}` is a tf.data.Dataset; "
-                f"the Dataset yields ({', '.join(['x'] + args)}) instead."
-            )
-    spec = ds.element_spec
-    specs = spec if isinstance(spec, tuple) else (spec,)
-    if len(specs) != 1 + len(labels) or not all(isinstance(s, tf.TensorSpec) for s in specs):
-        raise ValueError(
-            f"`{name}` must yield unbatched rows `{', '.join(['x'] + args)}`, "
-            f"got element_spec {spec}."
-        )
-    for arg, s in zip([name] + args, specs):
-        if not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool):
-            raise TypeError(f"`{arg}` must be numeric, got dtype {s.dtype.name}.")
-    for arg, s in zip(args, specs[1:]):
-        if s.shape.rank is None or s.shape.as_list() not in ([], [1]):
-            raise ValueError(f"`{arg}` rows must have shape () or (1,), got {s.shape}.")
-    card = int(ds.cardinality())
-    if card == 0:
-        raise ValueError(f"`{name}` is empty; it needs at least one row.")
-    rows = card if card > 0 else None
-
-    def pack(x: tf.Tensor, *labs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = tf.debugging.assert_all_finite(
-            tf.cast(x, tf.float32), f"`{name}` contains NaN or infinite values.")
-        zeros = tf.zeros(tf.shape(x)[:1], tf.float32)
-        cols, checks = {"w": zeros, "e": zeros}, []
-        for (role, (arg, _)), lab in zip(labels.items(), labs):
-            cols[role] = tf.reshape(tf.cast(lab, tf.float32), [-1])
-            ok = tf.reduce_all((cols[role] == 0.0) | (cols[role] == 1.0))
-            checks.append(tf.debugging.assert_equal(
-                ok, True, message=f"`{arg}` must hold only 0 and 1 (no NaN/inf)."))
-        if source == Source.SSE:
-            checks.append(tf.debugging.assert_less_equal(
-                cols["w"], cols["e"], message=f"`{args[0]}` must be 0 where `{args[1]}` is 0."))
-        with tf.control_dependencies(checks):
-            y = tf.stack([cols["w"], cols["e"], zeros + float(source)], axis=1)
-        return x, y
-
-    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        d = ds
-        if shuffle:
-            buffer = min(rows or _SHUFFLE_BUFFER, _SHUFFLE_BUFFER)
-            d = d.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-        d = d.repeat().batch(k, drop_remainder=True)
-        return d.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-
-    return _Stream(name, source, rows, specs[0].shape, batches)
-
-
-def _stream(name: str, source: Source, x: Input, **labels: tuple[str, Any]) -> _Stream:
-    if isinstance(x, tf.data.Dataset):
-        return _dataset_stream(name, source, x, labels)
-    return _array_stream(name, source, x, labels)
-
-
-def _check_shapes(streams: Sequence[_Stream]) -> None:
+def _check_shapes(streams: Sequence[Stream]) -> None:
     first = streams[0]
     for s in streams[1:]:
         if not s.shape.is_compatible_with(first.shape):
@@ -269,7 +168,7 @@ def _check_shapes(streams: Sequence[_Stream]) -> None:
             )
 
 
-def _zip(streams: Sequence[_Stream], counts: list[int], shuffle: bool,
+def _zip(streams: Sequence[Stream], counts: list[int], shuffle: bool,
          seed: int | None) -> tf.data.Dataset:
     """Zip the streams' batches and interleave their rows into one batch."""
     parts = tuple(s.batches(k, shuffle, None if seed is None else seed + i)
@@ -284,7 +183,7 @@ def _zip(streams: Sequence[_Stream], counts: list[int], shuffle: bool,
     return tf.data.Dataset.zip(parts).map(merge, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def _build(streams: Sequence[_Stream], batch_size: int, shares: Shares, seed: int | None,
+def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int | None,
            shuffle: bool, steps_per_epoch: int | None) -> tf.data.Dataset:
     """Validate, count, zip, interleave, cut to one epoch and prefetch."""
     _check_int("batch_size", batch_size, max(1, len(streams)), " (one row per stream)")
@@ -335,8 +234,8 @@ def pue_dataset(x_pu: Input, w: Any, x_e: Input, e: Any, *, batch_size: int = 51
         >>> len(ds), [tuple(t.shape) for t in next(iter(ds))]
         (3, [(3, 2), (3, 3)])
     """
-    streams = [_stream("x_pu", Source.PU, x_pu, w=("w", w)),
-               _stream("x_e", Source.E, x_e, e=("e", e))]
+    streams = [make_stream("x_pu", Source.PU, x_pu, w=("w", w)),
+               make_stream("x_e", Source.E, x_e, e=("e", e))]
     return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
 
 
@@ -361,7 +260,7 @@ def pe_dataset(x_p: Input, x_e: Input, e: Any, *, batch_size: int = 512,
         >>> next(iter(ds))[1][:, 2].numpy().tolist()
         [2.0, 1.0, 2.0, 1.0]
     """
-    streams = [_stream("x_p", Source.P, x_p), _stream("x_e", Source.E, x_e, e=("e", e))]
+    streams = [make_stream("x_p", Source.P, x_p), make_stream("x_e", Source.E, x_e, e=("e", e))]
     return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
 
 
@@ -387,8 +286,8 @@ def fpue_dataset(x_p: Input, x_u: Input, x_e: Input, e: Any, *, batch_size: int 
         >>> sorted(next(iter(ds))[1][:, 2].numpy().tolist())
         [1.0, 2.0, 3.0, 3.0]
     """
-    streams = [_stream("x_p", Source.P, x_p), _stream("x_u", Source.U, x_u),
-               _stream("x_e", Source.E, x_e, e=("e", e))]
+    streams = [make_stream("x_p", Source.P, x_p), make_stream("x_u", Source.U, x_u),
+               make_stream("x_e", Source.E, x_e, e=("e", e))]
     return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
 
 
@@ -414,7 +313,7 @@ def sse_dataset(x_sse: Input, w: Any, e: Any, *, batch_size: int = 512,
         >>> len(ds), next(iter(ds))[1].numpy().tolist()
         (3, [[1.0, 1.0, 4.0], [0.0, 1.0, 4.0]])
     """
-    streams = [_stream("x_sse", Source.SSE, x_sse, w=("w", w), e=("e", e))]
+    streams = [make_stream("x_sse", Source.SSE, x_sse, w=("w", w), e=("e", e))]
     return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)
 
 
@@ -441,6 +340,6 @@ def sse_pu_dataset(x_sse: Input, w_sse: Any, e_sse: Any, x_pu: Input, w_pu: Any,
         >>> len(ds), sorted(next(iter(ds))[1][:, 2].numpy().tolist())
         (2, [0.0, 0.0, 0.0, 4.0])
     """
-    streams = [_stream("x_sse", Source.SSE, x_sse, w=("w_sse", w_sse), e=("e_sse", e_sse)),
-               _stream("x_pu", Source.PU, x_pu, w=("w_pu", w_pu))]
+    streams = [make_stream("x_sse", Source.SSE, x_sse, w=("w_sse", w_sse), e=("e_sse", e_sse)),
+               make_stream("x_pu", Source.PU, x_pu, w=("w_pu", w_pu))]
     return _build(streams, batch_size, shares, seed, shuffle, steps_per_epoch)

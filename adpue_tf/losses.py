@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, Callable, ClassVar
 
 import keras
-from keras import ops
 
 from adpue_tf import risks
 from adpue_tf._checks import check_options

@@ -8,18 +8,7 @@ logits: ``ℓ1(z) = softplus(-z)``, ``ℓ0(z) = softplus(z)``.
 non-negative correction acts on ``R-``). For nnPE and FPUE the proxy's
 correction ``C`` is reported in neither: ``risk = R+ + max(R-, 0) + C``.
 
-The non-negative correction, with threshold ``beta`` and step ``gamma``:
-
-* ``gamma=None`` (the paper): when ``R- < -beta`` the risk is ``R+ - beta``
-  and only ``R+`` gives gradient; with ``beta=0`` this is ``R+ + max(R-, 0)``.
-* ``gamma`` a float (nnPU, Kiryo et al. 2017): when ``R- < -beta`` the value
-  is ``R+ - beta`` but the gradient is that of ``-gamma·R-``: the step climbs
-  ``R-`` back.
-
-Under a ``tf.distribute`` strategy each replica returns its share of the
-global objective: group means divide by global counts, and the decision
-"the correction fired" uses the global ``R-``. The shares add up to the
-objective and the gradient of the global batch.
+The non-negative correction is in :mod:`adpue_tf.correction`.
 
 Example:
     >>> import numpy as np
@@ -33,12 +22,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from keras import ops
 
-from adpue_tf._batch import Batch, num_replicas, replica_sum, unpack
+from adpue_tf._batch import Batch, unpack
 from adpue_tf._checks import check_options
+from adpue_tf.correction import RiskTerms, corrected, global_value, no_correction
 from adpue_tf.labels import Source
 
 __all__ = [
@@ -55,74 +44,6 @@ __all__ = [
     "nnpu",
     "pnu",
 ]
-
-
-class RiskTerms(NamedTuple):
-    """A risk and its parts.
-
-    Attributes:
-        loss: the objective to differentiate: equals ``risk`` in value, with
-            the gradient of the chosen correction step. Under a distribution
-            strategy this is the replica's share.
-        risk: the risk's value (global batch).
-        positive: ``R+`` (global batch).
-        negative: ``R-`` (global batch).
-        fired: 1.0 if the non-negative correction fired, else 0.0.
-    """
-
-    loss: Any
-    risk: Any
-    positive: Any
-    negative: Any
-    fired: Any
-
-
-def _global(x: Any) -> Any:
-    return replica_sum(ops.stop_gradient(x))
-
-
-def _no_correction(pos: Any, neg: Any, extra: Any = 0.0) -> RiskTerms:
-    loss = pos + neg + extra
-    return RiskTerms(
-        loss=loss,
-        risk=_global(loss),
-        positive=_global(pos),
-        negative=_global(neg),
-        fired=ops.zeros((), "float32"),
-    )
-
-
-def _corrected(
-    pos: Any,
-    neg: Any,
-    *,
-    non_negative: bool,
-    beta: float,
-    gamma: float | None,
-    extra: Any = 0.0,
-) -> RiskTerms:
-    """Apply the non-negative correction to ``R-`` (this replica's shares)."""
-    if not non_negative:
-        return _no_correction(pos, neg, extra)
-    g_pos, g_neg = _global(pos), _global(neg)
-    fired = ops.less(g_neg, -beta)
-    step = pos + extra if gamma is None else -gamma * neg
-    # Value R+ - beta (+ C), gradient of `step`; shares sum over replicas.
-    clipped = (
-        step
-        - ops.stop_gradient(step)
-        + ops.stop_gradient(pos + extra)
-        - beta / num_replicas()
-    )
-    loss = ops.where(fired, clipped, pos + neg + extra)
-    g_extra = _global(extra) if not isinstance(extra, float) else extra
-    return RiskTerms(
-        loss=loss,
-        risk=ops.where(fired, g_pos - beta, g_pos + g_neg) + g_extra,
-        positive=g_pos,
-        negative=g_neg,
-        fired=ops.cast(fired, "float32"),
-    )
 
 
 def _pue_parts(b: Batch, w_mask: Any, a_mask: Any) -> tuple[Any, Any]:
@@ -195,7 +116,7 @@ def nnpue(
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
     pos, neg = _pue_parts(b, b.is_source(Source.PU), b.is_source(Source.E))
-    return _corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma)
+    return corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma)
 
 
 def nnpe(
@@ -226,7 +147,7 @@ def nnpe(
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
     pos, neg, corr = _pe_parts(b, prior, b.is_source(Source.E))
-    return _corrected(pos, neg, non_negative=non_negative, beta=beta,
+    return corrected(pos, neg, non_negative=non_negative, beta=beta,
                       gamma=gamma, extra=corr)
 
 
@@ -257,7 +178,7 @@ def fpue(
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
     pos, neg, corr = _pe_parts(b, prior, b.is_source(Source.U, Source.E))
-    return _corrected(pos, neg, non_negative=non_negative, beta=beta,
+    return corrected(pos, neg, non_negative=non_negative, beta=beta,
                       gamma=gamma, extra=corr)
 
 
@@ -273,7 +194,7 @@ def ads(
     """
     check_options(from_logits=from_logits)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return _no_correction(*_l_parts(b))
+    return no_correction(*_l_parts(b))
 
 
 def adss(
@@ -296,7 +217,7 @@ def adss(
     check_options(from_logits=from_logits, dagger_gradient=dagger_gradient)
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    return _no_correction(*_ss_parts(b))
+    return no_correction(*_ss_parts(b))
 
 
 def _mix(alpha: float, first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -323,7 +244,7 @@ def double_adss(
                   dagger_gradient=dagger_gradient)
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    return _no_correction(*_mix(alpha, _ss_parts(b), _l_parts(b)))
+    return no_correction(*_mix(alpha, _ss_parts(b), _l_parts(b)))
 
 
 def ad3se(
@@ -355,10 +276,10 @@ def ad3se(
     b = unpack(y_true, y_pred, from_logits=from_logits,
                dagger_gradient=dagger_gradient, sample_weight=sample_weight)
     sse = b.is_source(Source.SSE)
-    r3 = _corrected(*_pue_parts(b, b.is_source(Source.SSE, Source.PU), sse),
+    r3 = corrected(*_pue_parts(b, b.is_source(Source.SSE, Source.PU), sse),
                     non_negative=non_negative, beta=beta, gamma=gamma)
     l_loss = sum(_l_parts(b))
-    g_l = _global(l_loss)
+    g_l = global_value(l_loss)
     return RiskTerms(
         loss=alpha * r3.loss + (1.0 - alpha) * l_loss,
         risk=alpha * r3.risk + (1.0 - alpha) * g_l,
@@ -381,7 +302,7 @@ def logit(
     check_options(from_logits=from_logits)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
     mask = b.is_source(Source.PU, Source.SSE)
-    return _no_correction(b.mean(b.w * b.l1, mask), b.mean((1.0 - b.w) * b.l0, mask))
+    return no_correction(b.mean(b.w * b.l1, mask), b.mean((1.0 - b.w) * b.l0, mask))
 
 
 def _pu_parts(b: Batch, prior: float) -> tuple[Any, Any]:
@@ -409,7 +330,7 @@ def upu(
     """
     check_options(from_logits=from_logits, prior=prior)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return _no_correction(*_pu_parts(b, prior))
+    return no_correction(*_pu_parts(b, prior))
 
 
 def nnpu(
@@ -426,7 +347,7 @@ def nnpu(
     """
     check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return _corrected(*_pu_parts(b, prior), non_negative=non_negative,
+    return corrected(*_pu_parts(b, prior), non_negative=non_negative,
                       beta=beta, gamma=gamma)
 
 
@@ -458,6 +379,6 @@ def pnu(
     pn = (prior * p1, (1.0 - prior) * n0)
     if eta >= 0:
         other = (prior * p1, u0 - prior * p0)
-        return _no_correction(*_mix(1.0 - eta, pn, other))
+        return no_correction(*_mix(1.0 - eta, pn, other))
     other = (u1 - (1.0 - prior) * n1, (1.0 - prior) * n0)
-    return _no_correction(*_mix(1.0 + eta, pn, other))
+    return no_correction(*_mix(1.0 + eta, pn, other))
