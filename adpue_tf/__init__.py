@@ -9,7 +9,8 @@ Example:
     >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
 """
 
-from adpue_tf import data, labels, risks, simulate, synthetic
+from adpue_tf import data, labels, metrics, risks, simulate, synthetic
+from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.labels import Source, pack_labels
 from adpue_tf.losses import (
     AD3SELoss,
@@ -25,6 +26,7 @@ from adpue_tf.losses import (
     PNULoss,
     UPULoss,
 )
+from adpue_tf.model import DebiasedModel
 from adpue_tf.risks import RiskTerms
 
 __version__ = "0.1.0"
@@ -37,15 +39,18 @@ __all__ = [
     "ADSLoss",
     "ADSSLoss",
     "DebiasedLoss",
+    "DebiasedModel",
     "DoubleADSSLoss",
     "LogitLoss",
     "NNPULoss",
     "PNULoss",
+    "RefreshDagger",
     "RiskTerms",
     "Source",
     "UPULoss",
     "data",
     "labels",
+    "metrics",
     "pack_labels",
     "risks",
     "simulate",

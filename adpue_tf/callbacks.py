@@ -1,0 +1,107 @@
+"""RefreshDagger: the refresh of the ``f†`` snapshot in alternate learning.
+
+Example:
+    >>> import adpue_tf as adp
+    >>> adp.RefreshDagger(every_n_epochs=2).get_config()
+    {'every_n_epochs': 2, 'every_n_steps': None}
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import keras
+
+__all__ = ["RefreshDagger"]
+
+
+def _check_every(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int >= 1 or None, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"`{name}` must be >= 1, got {value}.")
+    return int(value)
+
+
+@keras.saving.register_keras_serializable(package="adpue_tf")
+class RefreshDagger(keras.callbacks.Callback):
+    """Copy the live weights into the ``f†`` snapshot of a :class:`DebiasedModel`.
+
+    Each refresh is one round of the paper's Algorithm 1: ``f†_t`` is the
+    model after round ``t``; ``T`` refreshes give ``f_T = q·Σ θ0^t + f_0·θ0^T``,
+    which tends to ``p(y=1|x)``. When training begins, a model still in direct
+    mode switches to its initial guess (``initial_dagger``) until the first
+    refresh.
+
+    Steps are counted by the optimizer's ``iterations`` and epochs by Keras's
+    absolute epoch index, so a run resumed by ``BackupAndRestore`` refreshes at
+    the same points as an uninterrupted one.
+
+    Args:
+        every_n_epochs: refresh after every ``n``-th epoch (default 1).
+        every_n_steps: refresh after every ``n``-th optimizer step instead;
+            give one of the two.
+
+    Raises:
+        TypeError: on a non-integer period, or when used with a model that is
+            not a ``DebiasedModel``.
+        ValueError: on a period below 1, both periods given, or a compiled
+            loss that does not use ``f†``.
+
+    Example:
+        >>> import adpue_tf as adp
+        >>> adp.RefreshDagger(every_n_steps=100).every_n_steps
+        100
+    """
+
+    def __init__(self, every_n_epochs: int | None = 1, every_n_steps: int | None = None) -> None:
+        super().__init__()
+        if every_n_steps is not None and every_n_epochs not in (None, 1):
+            raise ValueError("Give one of `every_n_epochs` and `every_n_steps`, not both.")
+        self.every_n_steps = _check_every("every_n_steps", every_n_steps)
+        self.every_n_epochs = (None if self.every_n_steps is not None
+                               else _check_every("every_n_epochs", every_n_epochs))
+        if self.every_n_epochs is None and self.every_n_steps is None:
+            raise ValueError("Give `every_n_epochs` or `every_n_steps`.")
+        self._step_before = 0
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        from adpue_tf.model import DebiasedModel
+
+        if not isinstance(self.model, DebiasedModel):
+            raise TypeError(
+                "RefreshDagger needs an adpue_tf.DebiasedModel, got "
+                f"{type(self.model).__name__}; wrap the net: adp.DebiasedModel(net).")
+        if not self.model.loss.uses_dagger:
+            raise ValueError(
+                f"The compiled loss {type(self.model.loss).__name__} does not use f†; "
+                "RefreshDagger would have no effect.")
+        self.model.start_alternate_learning()
+
+    def _iterations(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        if self.every_n_steps is not None:
+            self._step_before = self._iterations()
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        if self.every_n_steps is None:
+            return
+        n = self.every_n_steps
+        if self._iterations() // n > self._step_before // n:
+            self.model.refresh_dagger()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self.every_n_epochs is not None and (epoch + 1) % self.every_n_epochs == 0:
+            self.model.refresh_dagger()
+
+    def get_config(self) -> dict[str, Any]:
+        return {"every_n_epochs": self.every_n_epochs, "every_n_steps": self.every_n_steps}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "RefreshDagger":
+        return cls(**config)

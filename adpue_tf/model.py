@@ -1,0 +1,254 @@
+"""DebiasedModel: any one-output Keras model trained with a frozen ``f†`` snapshot.
+
+The paper's Algorithm 1 (alternate learning): ``f†`` is a frozen copy of the
+model, refreshed every few epochs or steps by
+:class:`adpue_tf.callbacks.RefreshDagger`; before the first refresh it is an
+initial guess (a constant in ``[0, 1]`` or a Keras model). The model fills
+column 3 (``dagger``) of the packed labels from the source of ``f†`` in force,
+without gradient, and the compiled :class:`~adpue_tf.losses.DebiasedLoss` reads
+it.
+
+The source of ``f†`` is a non-trainable variable (``dagger_mode``), so that
+switching it neither retraces nor recompiles the step, and so that it is saved
+with the weights (``.keras`` files and ``BackupAndRestore``):
+
+* ``DIRECT`` (0): ``f† = σ(z)`` of the same forward pass, gradient stopped —
+  direct minimisation, as with a plain model. The start when the initial
+  guess is a constant.
+* ``INITIAL`` (1): the initial guess. The start when it is a model;
+  ``RefreshDagger`` switches ``DIRECT`` to ``INITIAL`` when training begins.
+* ``SNAPSHOT`` (2): the frozen snapshot, after the first refresh.
+
+Only :meth:`compute_loss` is overridden: Keras's own ``train_step`` and
+``test_step`` (``unpack_x_y_sample_weight``, ``optimizer.scale_loss``,
+``apply_gradients``, metrics) run unchanged, so loss scaling under mixed
+precision and distribution strategies behave as for any Keras model, and
+validation computes the same debiased risk on held-out PU/E data.
+
+Example:
+    >>> import keras, adpue_tf as adp
+    >>> net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> model = adp.DebiasedModel(net)
+    >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
+    >>> int(model.dagger_mode)
+    0
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import keras
+from keras import ops
+
+from adpue_tf._batch import num_replicas, to_logits
+from adpue_tf.losses import DebiasedLoss
+from adpue_tf.metrics import RISK_METRIC_NAMES
+
+__all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
+
+DIRECT, INITIAL, SNAPSHOT = 0, 1, 2
+
+
+def _check_one_output(name: str, net: Any) -> None:
+    if not isinstance(net, keras.Model):
+        raise TypeError(f"`{name}` must be a keras.Model, got {type(net).__name__}.")
+    try:
+        shape = net.output_shape
+    except (AttributeError, ValueError, RuntimeError):
+        return  # subclassed and not built: checked on the first batch by the loss
+    if isinstance(shape, (list, dict)) or (isinstance(shape, tuple) and shape and
+                                           isinstance(shape[0], tuple)):
+        raise ValueError(f"`{name}` must have a single output, got output shapes {shape}.")
+    if len(shape) > 2 or (len(shape) == 2 and shape[-1] != 1):
+        raise ValueError(
+            f"`{name}` must have one output unit (logit or probability), got output "
+            f"shape {shape}."
+        )
+
+
+@keras.saving.register_keras_serializable(package="adpue_tf")
+class DebiasedModel(keras.Model):
+    """Wrap a one-output Keras model for alternate learning of ``p(y=1|x)``.
+
+    Args:
+        net: the model to train; one output unit, a logit or a probability
+            (match the loss's ``from_logits``).
+        initial_dagger: ``f†`` before the first refresh: a constant in
+            ``[0, 1]`` or a Keras model with the same output convention as
+            ``net`` (frozen; its weights are saved with this model).
+        **kwargs: passed to ``keras.Model`` (e.g. ``name``).
+
+    Attributes:
+        net: the trained model; ``predict`` and ``__call__`` return its output.
+        snapshot: the frozen copy of ``net`` that serves as ``f†`` after a refresh.
+
+    Example:
+        >>> import keras, numpy as np, adpue_tf as adp
+        >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model = adp.DebiasedModel(net, initial_dagger=0.3)
+        >>> model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+        >>> ds = adp.data.pue_dataset(np.ones((8, 2)), [1, 0] * 4, np.ones((8, 2)),
+        ...                           [0, 1] * 4, batch_size=8, seed=0)
+        >>> _ = model.fit(ds, epochs=2, verbose=0, callbacks=[adp.RefreshDagger()])
+        >>> int(model.refreshes), int(model.dagger_mode)
+        (2, 2)
+    """
+
+    def __init__(self, net: keras.Model, *, initial_dagger: float | keras.Model = 0.5,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _check_one_output("net", net)
+        self.net = net
+        self.snapshot = keras.models.clone_model(net)
+        self.snapshot.trainable = False
+        if isinstance(initial_dagger, keras.Model):
+            _check_one_output("initial_dagger", initial_dagger)
+            initial_dagger.trainable = False
+            self.initial_model = initial_dagger
+            self._initial_constant = None
+            start = INITIAL
+        else:
+            if isinstance(initial_dagger, bool) or not isinstance(initial_dagger, numbers.Real):
+                raise TypeError(
+                    "`initial_dagger` must be a number in [0, 1] or a keras.Model, "
+                    f"got {type(initial_dagger).__name__}.")
+            if not 0.0 <= float(initial_dagger) <= 1.0:
+                raise ValueError(f"`initial_dagger` must lie in [0, 1], got {initial_dagger}.")
+            self.initial_model = None
+            self._initial_constant = float(initial_dagger)
+            start = DIRECT
+        self._mode = self.add_weight(shape=(), dtype="int32", trainable=False,
+                                     initializer=keras.initializers.Constant(start),
+                                     name="dagger_mode")
+        self._refreshes = self.add_weight(shape=(), dtype="int32", trainable=False,
+                                          initializer="zeros", name="refreshes")
+        self.risk_trackers = {part: keras.metrics.Mean(name=name)
+                              for part, name in RISK_METRIC_NAMES.items()}
+
+    # -- the f† state --------------------------------------------------------
+    @property
+    def dagger_mode(self) -> int:
+        """Source of ``f†`` now: ``DIRECT`` (0), ``INITIAL`` (1) or ``SNAPSHOT`` (2)."""
+        return int(ops.convert_to_numpy(self._mode))
+
+    @property
+    def refreshes(self) -> int:
+        """How many times the snapshot was refreshed (the paper's rounds ``T``)."""
+        return int(ops.convert_to_numpy(self._refreshes))
+
+    def start_alternate_learning(self) -> None:
+        """Use the initial guess as ``f†`` until the first refresh (if not yet refreshed)."""
+        if self.dagger_mode == DIRECT:
+            self._mode.assign(INITIAL)
+
+    def refresh_dagger(self) -> None:
+        """Copy the live weights of ``net`` into the snapshot: one round of Algorithm 1."""
+        self._build_snapshot()
+        for frozen, live in zip(self.snapshot.weights, self.net.weights):
+            frozen.assign(live)
+        self._mode.assign(SNAPSHOT)
+        self._refreshes.assign_add(1)
+
+    def _build_snapshot(self) -> None:
+        if not self.snapshot.built and self.net.built:
+            self.snapshot.build(self.net.inputs[0].shape if self.net.inputs else None)
+
+    # -- keras.Model ---------------------------------------------------------
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        """Return what ``net`` returns (the snapshot is used only for ``f†``)."""
+        return self.net(inputs, training=training)
+
+    def build(self, input_shape: Any) -> None:
+        for model in (self.net, self.snapshot, self.initial_model):
+            if model is not None and not model.built:
+                model.build(input_shape)
+        super().build(input_shape)
+
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, **kwargs: Any) -> None:
+        """As ``keras.Model.compile``; ``loss`` must be a :class:`DebiasedLoss`.
+
+        Raises:
+            TypeError: if ``loss`` is not a ``DebiasedLoss`` instance.
+            ValueError: if ``initial_dagger`` is a model and the loss cannot use ``f†``.
+        """
+        if not isinstance(loss, DebiasedLoss):
+            raise TypeError(
+                "`loss` must be an adpue_tf DebiasedLoss instance (e.g. "
+                f"adp.ADPUELoss()), got {type(loss).__name__}.")
+        if self.initial_model is not None and not loss.uses_dagger:
+            raise ValueError(
+                f"`loss` {type(loss).__name__} does not use f†, so an `initial_dagger` "
+                "model or a snapshot has no effect; use a loss such as ADPUELoss.")
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+
+    def compile_from_config(self, config: dict[str, Any]) -> None:
+        """Re-compile from a saved compile config (used when loading ``.keras`` files)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _dagger(self, x: Any, y_pred: Any) -> Any:
+        """``f†`` for the batch, float32 ``(batch, 1)``, without gradient."""
+        from_logits = self.loss.from_logits
+
+        def prob(out: Any) -> Any:
+            return ops.sigmoid(to_logits(out, from_logits))
+
+        def direct() -> Any:
+            return prob(y_pred)
+
+        def initial() -> Any:
+            if self.initial_model is not None:
+                return prob(self.initial_model(x, training=False))
+            return ops.full(ops.shape(to_logits(y_pred, True)), self._initial_constant,
+                            dtype="float32")
+
+        def snapshot() -> Any:
+            return prob(self.snapshot(x, training=False))
+
+        dagger = ops.switch(self._mode, [direct, initial, snapshot])
+        return ops.stop_gradient(ops.reshape(dagger, (-1, 1)))
+
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
+                     sample_weight: Any = None, training: bool = True) -> Any:
+        """The debiased risk with ``f†`` filled in, plus any regularisation losses.
+
+        Also updates the risk metrics (``risk``, ``r_pos``, ``r_neg``, ``nn_fired``).
+        """
+        loss: DebiasedLoss = self.loss
+        y = ops.cast(ops.convert_to_tensor(y), "float32")
+        if loss.uses_dagger and y.shape[-1] == 3:
+            y = ops.concatenate([y, self._dagger(x, y_pred)], axis=1)
+        terms = loss.terms(y, y_pred, sample_weight)
+        for part, tracker in self.risk_trackers.items():
+            tracker.update_state(getattr(terms, part))
+        total = terms.loss
+        if self.losses:
+            extra = ops.sum([ops.cast(v, "float32") for v in self.losses])
+            total = total + extra / num_replicas()  # each replica adds them once
+        return total
+
+    # -- serialisation -------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        config = {"name": self.name, "trainable": self.trainable,
+                  "net": keras.saving.serialize_keras_object(self.net)}
+        if self.initial_model is not None:
+            config["initial_dagger"] = keras.saving.serialize_keras_object(self.initial_model)
+        else:
+            config["initial_dagger"] = self._initial_constant
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> "DebiasedModel":
+        config = dict(config)
+        net = keras.saving.deserialize_keras_object(config.pop("net"),
+                                                    custom_objects=custom_objects)
+        initial = config.pop("initial_dagger")
+        if isinstance(initial, dict):
+            initial = keras.saving.deserialize_keras_object(initial,
+                                                            custom_objects=custom_objects)
+        return cls(net, initial_dagger=initial, **config)
+
+
