@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import keras
@@ -64,6 +65,39 @@ class LinearFit:
     def logits_of(self, t: int, x: np.ndarray) -> np.ndarray:
         """Logits of trial ``t``'s model on rows ``x`` ``(rows, features)``."""
         return x @ self.weights[t] + self.bias[t]
+
+
+@functools.lru_cache(maxsize=64)
+def _trainer(risk: Callable[..., risks_lib.RiskTerms], options: tuple, shape: tuple[int, int, int],
+             columns: int, learning_rate: float) -> tuple[Any, Any, Any, Any]:
+    """Variables, optimizer and traced training loop for one risk and one shape.
+
+    Cached, so that the trials of a benchmark reuse one trace per risk and shape.
+    """
+    trials, rows, dim = shape
+    w = tf.Variable(np.zeros((trials, dim), np.float32))
+    b = tf.Variable(np.zeros((trials,), np.float32))
+    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer.build([w, b])
+    opts = dict(options)
+
+    def one_trial(args: tuple[tf.Tensor, tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        y_t, z_t, sw_t = args
+        return risk(y_t, z_t, from_logits=True, sample_weight=sw_t, **opts).loss
+
+    @tf.function(input_signature=[
+        tf.TensorSpec((trials, rows, dim), tf.float32),
+        tf.TensorSpec((trials, rows, columns), tf.float32),
+        tf.TensorSpec((trials, rows), tf.float32),
+        tf.TensorSpec((), tf.int32)])
+    def train(x: tf.Tensor, y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> None:
+        for _ in tf.range(n):
+            with tf.GradientTape() as tape:
+                z = tf.einsum("tnd,td->tn", x, w) + b[:, None]
+                total = tf.reduce_sum(tf.vectorized_map(one_trial, (y, z, sw)))
+            optimizer.apply(tape.gradient(total, [w, b]), [w, b])
+
+    return w, b, optimizer, train
 
 
 def fit_linear(
@@ -109,22 +143,12 @@ def fit_linear(
         check_finite("sample_weight", sample_weight), np.float32)
     if sw.shape != (trials, rows):
         raise ValueError(f"`sample_weight` must have shape {(trials, rows)}, got {sw.shape}.")
-    w = tf.Variable(np.zeros((trials, dim), np.float32) if init is None else init.weights)
-    b = tf.Variable(np.zeros((trials,), np.float32) if init is None else init.bias)
-    optimizer = keras.optimizers.Adam(learning_rate)
-    xt, yt, swt = tf.constant(x), tf.constant(y), tf.constant(sw)
-
-    def one_trial(args: tuple[tf.Tensor, tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        y_t, z_t, sw_t = args
-        return risk(y_t, z_t, from_logits=True, sample_weight=sw_t, **risk_options).loss
-
-    @tf.function
-    def train(n: tf.Tensor) -> None:
-        for _ in tf.range(n):
-            with tf.GradientTape() as tape:
-                z = tf.einsum("tnd,td->tn", xt, w) + b[:, None]
-                total = tf.reduce_sum(tf.vectorized_map(one_trial, (yt, z, swt)))
-            optimizer.apply(tape.gradient(total, [w, b]), [w, b])
-
-    train(tf.constant(steps))
+    w, b, optimizer, train = _trainer(risk, tuple(sorted(risk_options.items())),
+                                      (trials, rows, dim), y.shape[2], float(learning_rate))
+    w.assign(np.zeros((trials, dim), np.float32) if init is None else init.weights)
+    b.assign(np.zeros((trials,), np.float32) if init is None else init.bias)
+    for v in optimizer.variables:  # a fresh Adam: zero moments and step count
+        v.assign(tf.zeros_like(v))
+    optimizer.learning_rate = learning_rate  # (its variable was zeroed too)
+    train(x, y, sw, tf.constant(steps))
     return LinearFit(w.numpy(), b.numpy())
