@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test clean
 
+# Fashion-MNIST's original IDX files, from Debian's package (for the neural benchmark and its test).
+FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -17,7 +21,11 @@ $(VENV)/.installed: $(BIN)/python setup.cfg setup.py pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/adpue-tf demo
 
-test: $(VENV)/.installed
+$(FMNIST):
+	$(SUDO) apt-get update -qq
+	$(SUDO) apt-get install -y -qq --no-install-recommends dataset-fashion-mnist
+
+test: $(VENV)/.installed $(FMNIST)
 	$(BIN)/python -m pytest -q
 
 clean:

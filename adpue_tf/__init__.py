@@ -9,7 +9,7 @@ Example:
     >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
 """
 
-from adpue_tf import data, labels, metrics, risks, simulate, synthetic
+from adpue_tf import data, datasets, labels, metrics, risks, simulate, synthetic
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.labels import Source, pack_labels
 from adpue_tf.losses import (
@@ -49,6 +49,7 @@ __all__ = [
     "Source",
     "UPULoss",
     "data",
+    "datasets",
     "labels",
     "metrics",
     "pack_labels",
