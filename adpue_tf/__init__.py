@@ -28,6 +28,7 @@ from adpue_tf.losses import (
 )
 from adpue_tf.model import DebiasedModel
 from adpue_tf.risks import RiskTerms
+from adpue_tf.serving import export_for_serving, serving_path
 
 __version__ = "0.1.0"
 
@@ -49,6 +50,8 @@ __all__ = [
     "Source",
     "UPULoss",
     "data",
+    "export_for_serving",
+    "serving_path",
     "datasets",
     "labels",
     "metrics",

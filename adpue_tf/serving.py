@@ -1,0 +1,245 @@
+"""Export a trained model as a SavedModel for TensorFlow Serving.
+
+The exported ``serving_default`` signature takes one float32 input named
+``features`` and returns float32 ``probability`` (``p(y=1|x)``) and ``logit``,
+whatever the training dtype policy. It is a plain TensorFlow graph: loading it
+(``tf.saved_model.load``, TF Serving, ``saved_model_cli``) needs neither Keras
+nor ``adpue_tf``.
+
+Example:
+    >>> import os, tempfile
+    >>> from adpue_tf.serving import serving_path
+    >>> serving_path("export", "ranker", 3) == os.path.join("export", "ranker", "3")
+    True
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from adpue_tf.model import DebiasedModel
+
+__all__ = ["INPUT_NAME", "SIGNATURE_NAME", "export_for_serving", "serving_path"]
+
+#: Name of the exported signature (the one TF Serving uses by default).
+SIGNATURE_NAME = "serving_default"
+#: Name of the signature's only input.
+INPUT_NAME = "features"
+#: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking log-odds
+#: (the same bound as the losses use).
+_EPS = 1e-7
+
+
+def serving_path(base: str | os.PathLike, name: str, version: int) -> str:
+    """The TF Serving layout ``<base>/<name>/<version>`` for one model version.
+
+    TF Serving watches ``<base>/<name>`` (its ``--model_base_path``) and serves
+    the highest numeric sub-directory; pass the result to
+    :func:`export_for_serving`.
+
+    Args:
+        base: the export root, e.g. ``"export"``.
+        name: the model name (TF Serving's ``--model_name``); one path component.
+        version: the version number, an integer ``>= 0``.
+
+    Returns:
+        The version directory as a string.
+
+    Raises:
+        TypeError: if ``version`` is not an integer or ``name`` not a string.
+        ValueError: if ``version`` is negative or ``name`` is empty, ``.``,
+            ``..`` or holds a path separator.
+
+    Example:
+        >>> import os
+        >>> serving_path("export", "ranker", 1) == os.path.join("export", "ranker", "1")
+        True
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"`name` must be a string, got {type(name).__name__}.")
+    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
+    if name in ("", ".", "..") or any(sep in name for sep in seps):
+        raise ValueError(f"`name` must be one non-empty path component, got {name!r}.")
+    if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+        raise TypeError(f"`version` must be an int >= 0, got {version!r}.")
+    if version < 0:
+        raise ValueError(f"`version` must be an int >= 0, got {version}.")
+    return os.path.join(os.fspath(base), name, str(int(version)))
+
+
+def _feature_shape(net: keras.Model) -> tuple[int | None, ...]:
+    """The shape of one example (without the batch axis) that ``net`` takes."""
+    try:
+        inputs = net.inputs  # Functional and Sequential models with an Input
+    except (AttributeError, ValueError):
+        inputs = None
+    if inputs:
+        if len(inputs) != 1:
+            raise ValueError(
+                f"`model` must take a single input tensor (served as `{INPUT_NAME}`), "
+                f"got {len(inputs)} inputs.")
+        return tuple(inputs[0].shape[1:])
+    config = net.get_build_config() if net.built else None
+    shape = (config or {}).get("input_shape")
+    if (isinstance(shape, (tuple, list)) and len(shape) >= 1
+            and all(d is None or isinstance(d, numbers.Integral) for d in shape)):
+        return tuple(None if d is None else int(d) for d in shape[1:])
+    if shape is not None:
+        raise ValueError(
+            f"`model` must take a single input tensor (served as `{INPUT_NAME}`), "
+            f"got input shapes {shape}.")
+    raise ValueError(
+        "`model` has no known input shape: start it with `keras.Input(shape)`, or "
+        "build it (`model.build((None, *feature_shape))`) or call it on data first.")
+
+
+def _check_output(out: Any) -> None:
+    """Raise ValueError unless ``out`` is one tensor of shape ``(batch,)`` or ``(batch, 1)``."""
+    if isinstance(out, (list, tuple, dict)) or len(tf.nest.flatten(out)) != 1:
+        raise ValueError(
+            "`model` must have a single output (one logit or probability), got "
+            f"{len(tf.nest.flatten(out))} outputs.")
+    shape = tuple(out.shape)
+    if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
+        raise ValueError(
+            "`model` must have one output unit (shape (batch,) or (batch, 1)), got "
+            f"output shape {shape}.")
+
+
+def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
+    if from_logits is not None:
+        if not isinstance(from_logits, bool):
+            raise TypeError(f"`from_logits` must be True, False or None, got {from_logits!r}.")
+        return from_logits
+    value = getattr(getattr(model, "loss", None), "from_logits", None)
+    if isinstance(value, bool):
+        return value
+    raise ValueError(
+        "Cannot tell whether `model` outputs logits or probabilities: its compiled "
+        "loss has no `from_logits` attribute. Pass `from_logits=True` or "
+        "`from_logits=False` explicitly.")
+
+
+def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
+                       from_logits: bool | None = None, overwrite: bool = False) -> str:
+    """Write ``model`` as a SavedModel whose ``serving_default`` returns probabilities.
+
+    The signature ``serving_default`` (method ``tensorflow/serving/predict``)
+    takes one float32 input ``features`` of shape ``(None, *feature_shape)`` and
+    returns a dict of float32 tensors of shape ``(None, 1)``:
+
+    * ``probability``: ``p(y=1|x)``, the sigmoid of the logit, or the model's
+      output as is when it outputs probabilities;
+    * ``logit``: the model's output as is, or the clipped log-odds
+      ``log(p) - log(1 - p)`` of ``p`` clipped to ``[1e-7, 1 - 1e-7]``.
+
+    The outputs are cast to float32 whatever the model's dtype policy
+    (``mixed_float16``, ``mixed_bfloat16``). For a :class:`DebiasedModel` only
+    the trained ``net`` is exported: neither the ``f†`` snapshot, the initial
+    guess nor the optimizer. The SavedModel holds exactly the variables the
+    forward pass reads, and runs without Keras or ``adpue_tf`` (TF Serving,
+    ``tf.saved_model.load``).
+
+    TF Serving layout: it watches ``--model_base_path=<export>/<model_name>``
+    and serves the highest numeric version directory, so pass ``path`` as
+    ``export/<model_name>/<version>`` (see :func:`serving_path`); it then holds
+    ``saved_model.pb`` and ``variables/``. The directory is written under a
+    temporary non-numeric name next to ``path`` and renamed when complete, so
+    TF Serving never loads a half-written version.
+
+    A REST request (``POST /v1/models/<model_name>:predict``) in row format::
+
+        {"signature_name": "serving_default", "instances": [[0.1, -1.2, 3.0], [0.0, 0.5, 1.0]]}
+
+    returns one object per row::
+
+        {"predictions": [{"probability": [0.71], "logit": [0.9]}, ...]}
+
+    and in columnar format ``{"inputs": {"features": [[0.1, -1.2, 3.0]]}}``
+    returns ``{"outputs": {"probability": [[0.71]], "logit": [[0.9]]}}``.
+
+    Args:
+        model: a built Keras model with one input and one output unit, or a
+            :class:`DebiasedModel` (its ``net`` is exported).
+        path: the SavedModel directory to create, e.g.
+            ``serving_path("export", "ranker", 1)``.
+        from_logits: whether the model outputs logits. Default: the
+            ``from_logits`` attribute of the compiled loss.
+        overwrite: replace ``path`` if it exists.
+
+    Returns:
+        ``path`` as a normalised string (no trailing separator).
+
+    Raises:
+        TypeError: if ``model`` is not a ``keras.Model`` or ``from_logits`` not a bool.
+        ValueError: if the input shape of ``model`` is unknown (not built), it
+            has several inputs, several outputs or several output units, or
+            ``from_logits`` is None and the compiled loss does not tell.
+        FileExistsError: if ``path`` exists and ``overwrite`` is False.
+
+    Example:
+        >>> import os, shutil, tempfile, keras, tensorflow as tf, adpue_tf as adp
+        >>> from adpue_tf.serving import export_for_serving, serving_path
+        >>> net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        >>> net.compile("adam", loss=adp.ADPUELoss(from_logits=True))
+        >>> base = tempfile.mkdtemp()
+        >>> path = export_for_serving(net, serving_path(base, "ranker", 1))
+        >>> sorted(os.listdir(path))
+        ['assets', 'fingerprint.pb', 'saved_model.pb', 'variables']
+        >>> serve = tf.saved_model.load(path).signatures["serving_default"]
+        >>> out = serve(features=tf.zeros((2, 3)))
+        >>> sorted(out), out["probability"].dtype.name, tuple(out["probability"].shape)
+        (['logit', 'probability'], 'float32', (2, 1))
+        >>> float(out["probability"][0, 0]), float(out["logit"][0, 0])
+        (0.5, 0.0)
+        >>> shutil.rmtree(base)
+    """
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"`model` must be a keras.Model, got {type(model).__name__}.")
+    net = model.net if isinstance(model, DebiasedModel) else model
+    feature_shape = _feature_shape(net)
+    logits_out = _resolve_from_logits(model, from_logits)
+    path = os.path.normpath(os.fspath(path))
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(
+            f"`path` {path!r} already exists; pass overwrite=True to replace it.")
+
+    def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = net(features, training=False)
+        _check_output(out)
+        out = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
+        if logits_out:
+            return {"probability": tf.sigmoid(out), "logit": out}
+        p = tf.clip_by_value(out, _EPS, 1.0 - _EPS)
+        return {"probability": out, "logit": tf.math.log(p) - tf.math.log1p(-p)}
+
+    archive = keras.export.ExportArchive()
+    # No archive.track(net): the archive saves the variables the endpoint reads,
+    # once each (tracking would store every value twice, plus unused RNG state).
+    endpoint = archive.add_endpoint(
+        SIGNATURE_NAME, serve,
+        input_signature=[tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)])
+    endpoint.get_concrete_function()  # trace now: output checks before touching the disk
+
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+    try:
+        archive.write_out(tmp, verbose=False)
+        if os.path.lexists(path):  # overwrite=True, checked above
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        os.rename(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path

@@ -1,0 +1,401 @@
+"""export_for_serving: the SavedModel round trip in a fresh process, dtypes, layout, bad input.
+
+One module fixture trains and exports every kind of model once, then a single
+fresh Python process that imports only TensorFlow and NumPy loads all exports
+and runs ``serving_default`` at batch sizes 1 and 7, while ``saved_model_cli``
+inspects the mixed_float16 one in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import adpue_tf as adp
+from adpue_tf import synthetic
+from adpue_tf.serving import export_for_serving, serving_path
+
+DIM = 3
+MIXED = ("mixed_float16", "mixed_bfloat16")
+SAVED_MODEL_CLI = Path(sys.executable).with_name("saved_model_cli")
+CLI_CASES = ("mixed_float16",)  # each saved_model_cli run costs a TensorFlow import
+
+# Runs in a fresh interpreter: TensorFlow and NumPy only, never adpue_tf.
+LOADER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+
+    cfg = json.loads(sys.argv[1])
+    inputs = np.load(cfg["inputs"])
+    arrays, meta = {}, {}
+    for name, path in cfg["exports"].items():
+        fn = tf.saved_model.load(path).signatures["serving_default"]
+        args, kwargs = fn.structured_input_signature
+        info = meta[name] = {
+            "args": len(args),
+            "inputs": {k: [v.dtype.name, list(v.shape)] for k, v in kwargs.items()},
+            "outputs": {k: [v.dtype.name, list(v.shape)]
+                        for k, v in fn.structured_outputs.items()},
+            "results": {},
+        }
+        for batch in ("1", "7"):
+            res = fn(features=tf.constant(inputs[f"{name}__{batch}"]))
+            info["results"][batch] = {k: [v.dtype.name, list(v.shape)] for k, v in res.items()}
+            for key, value in res.items():
+                arrays[f"{name}__{batch}__{key}"] = value.numpy()
+    np.savez(cfg["outputs"], **arrays)
+    meta["_modules"] = sorted(m for m in ("adpue_tf", "keras") if m in sys.modules)
+    with open(cfg["meta"], "w") as f:
+        json.dump(meta, f)
+    assert "adpue_tf" not in sys.modules, "the loader imported adpue_tf"
+""")
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-np.asarray(z, np.float64)))
+
+
+def _data(seed=3):
+    s = synthetic.synthetic_pue(256, 256, dim=DIM, seed=seed)
+    return adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=64, seed=0)
+
+
+def _net(seed, activation=None, dropout=False):
+    keras.utils.set_random_seed(seed)
+    layers = [keras.Input((DIM,)), keras.layers.Dense(8, activation="relu")]
+    if dropout:
+        layers.append(keras.layers.Dropout(0.2))  # holds RNG state: must not be exported
+    layers.append(keras.layers.Dense(1, activation=activation))
+    return keras.Sequential(layers)
+
+
+class _Subclassed(keras.Model):
+    def __init__(self):
+        super().__init__(name="subclassed")  # TF refuses variable paths starting with "_"
+        self.hidden = keras.layers.Dense(4, activation="tanh")
+        self.out = keras.layers.Dense(1)
+
+    def build(self, input_shape):
+        self.hidden.build(input_shape)
+        self.out.build((None, 4))
+
+    def call(self, x, training=False):
+        return self.out(self.hidden(x))
+
+
+def _train(model, ds, epochs, from_logits=True, **fit_kwargs):
+    model.compile(keras.optimizers.Adam(0.05), loss=adp.ADPUELoss(from_logits=from_logits),
+                  jit_compile=False)  # XLA compilation would dominate these tiny fits
+    model.fit(ds, epochs=epochs, verbose=0, shuffle=False, **fit_kwargs)
+    return model
+
+
+def _build_models(ds):
+    """name -> (model, the from_logits argument to pass to export_for_serving)."""
+    models = {"plain": (_train(_net(0, dropout=True), ds, 2), None)}
+
+    debiased = adp.DebiasedModel(_net(1))
+    _train(debiased, ds, 3, callbacks=[adp.RefreshDagger(every_n_epochs=2)])
+    assert debiased.refreshes == 1  # refreshed after epoch 2, trained on in epoch 3
+    models["debiased"] = (debiased, None)
+
+    models["prob"] = (_train(_net(2, activation="sigmoid"), ds, 2, from_logits=False), None)
+
+    keras.utils.set_random_seed(4)
+    sub = _Subclassed()
+    sub.build((None, DIM))  # known input shape through get_build_config(); not compiled
+    models["subclassed"] = (sub, True)
+
+    for i, policy in enumerate(MIXED):
+        keras.config.set_dtype_policy(policy)
+        try:
+            net = _train(_net(5 + i), ds, 1)
+        finally:
+            keras.config.set_dtype_policy("float32")
+        assert net.layers[-1].compute_dtype != "float32"
+        models[policy] = (net, None)
+    return models
+
+
+def _cli(path):
+    return subprocess.Popen([str(SAVED_MODEL_CLI), "show", "--dir", path, "--all"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Train and export every case, then load them all in one fresh process."""
+    assert SAVED_MODEL_CLI.exists(), f"no saved_model_cli next to {sys.executable}"
+    tmp = tmp_path_factory.mktemp("serving")
+    models = _build_models(_data())
+    rng = np.random.default_rng(0)
+    x7 = rng.normal(0.0, 2.0, size=(7, DIM)).astype(np.float32)
+    x1 = rng.normal(0.0, 2.0, size=(1, DIM)).astype(np.float32)
+    paths, inputs, expected = {}, {}, {}
+    for version, (name, (model, from_logits)) in enumerate(models.items(), start=1):
+        path = serving_path(tmp / "export", name, version)
+        assert export_for_serving(model, path, from_logits=from_logits) == path
+        paths[name] = path
+        for batch, x in (("1", x1), ("7", x7)):
+            inputs[f"{name}__{batch}"] = x
+            expected[(name, batch)] = model.predict(x, verbose=0)
+    np.savez(tmp / "inputs.npz", **inputs)
+    cfg = {"exports": paths, "inputs": str(tmp / "inputs.npz"),
+           "outputs": str(tmp / "outputs.npz"), "meta": str(tmp / "meta.json")}
+    clis = {name: _cli(paths[name]) for name in CLI_CASES}
+    loader = subprocess.run([sys.executable, "-c", LOADER, json.dumps(cfg)], cwd=tmp, check=False,
+                            capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    cli_out = {}
+    for name, proc in clis.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        cli_out[name] = out
+    assert loader.returncode == 0, loader.stderr[-3000:]
+    got = dict(np.load(cfg["outputs"]))
+    meta = json.loads(Path(cfg["meta"]).read_text())
+    return {"models": models, "paths": paths, "expected": expected, "got": got,
+            "meta": meta, "cli": cli_out}
+
+
+CASES = ["plain", "debiased", "prob", "subclassed", *MIXED]
+
+
+def test_loader_never_imported_adpue_tf(exported):
+    assert "adpue_tf" not in exported["meta"]["_modules"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_round_trip_in_fresh_process(exported, name):
+    model, from_logits = exported["models"][name]
+    from_logits = model.loss.from_logits if from_logits is None else from_logits
+    meta = exported["meta"][name]
+    assert meta["args"] == 0
+    assert meta["inputs"] == {"features": ["float32", [None, DIM]]}
+    assert meta["outputs"] == {"probability": ["float32", [None, 1]],
+                               "logit": ["float32", [None, 1]]}
+    diffs = {}
+    for batch in ("1", "7"):
+        assert meta["results"][batch] == {"probability": ["float32", [int(batch), 1]],
+                                          "logit": ["float32", [int(batch), 1]]}
+        pred = exported["expected"][(name, batch)].astype(np.float64).reshape(-1, 1)
+        prob = exported["got"][f"{name}__{batch}__probability"]
+        logit = exported["got"][f"{name}__{batch}__logit"]
+        if from_logits:
+            want_prob, want_logit = _sigmoid(pred), pred
+        else:
+            p = np.clip(pred, 1e-7, 1 - 1e-7)
+            want_prob, want_logit = pred, np.log(p) - np.log1p(-p)
+        diffs[batch] = (float(np.max(np.abs(prob - want_prob))),
+                        float(np.max(np.abs(logit - want_logit))))
+        np.testing.assert_allclose(prob, want_prob, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(logit, want_logit, rtol=0,
+                                   atol=1e-6 if from_logits else 1e-5)
+        np.testing.assert_allclose(_sigmoid(logit), prob, rtol=0, atol=1e-6)
+    print(f"\n{name}: max|Δprobability|, max|Δlogit| by batch size: {diffs}")
+
+
+def test_debiased_model_exports_net_not_snapshot(exported):
+    model, _ = exported["models"]["debiased"]
+    net_w, snap_w = model.net.get_weights(), model.snapshot.get_weights()
+    assert any(not np.allclose(a, b) for a, b in zip(net_w, snap_w, strict=True))
+    ckpt = os.path.join(exported["paths"]["debiased"], "variables", "variables")
+    reader = tf.train.load_checkpoint(ckpt)
+    saved = [reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+             if k != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert len(saved) == len(model.net.weights) == 4
+
+    def held(value):
+        return any(s.shape == value.shape and np.array_equal(s, value) for s in saved)
+
+    assert all(held(w) for w in net_w)
+    assert not any(held(w) for w, n in zip(snap_w, net_w, strict=True) if not np.allclose(w, n))
+
+
+def test_only_the_forward_pass_variables_are_exported(exported):
+    """Dropout's RNG state, optimizer and metric variables stay out; each weight once."""
+    model, _ = exported["models"]["plain"]
+    assert len(model.variables) > len(model.weights)  # the seed generator state
+    names = [n for n, _ in tf.train.list_variables(
+        os.path.join(exported["paths"]["plain"], "variables", "variables"))]
+    assert len(names) - 1 == len(model.weights) == 4
+
+
+def _signature_block(text):
+    start = text.index("signature_def['serving_default']:")
+    nxt = [i for i in (text.find("signature_def[", start + 1),
+                       text.find("The MetaGraph", start + 1),
+                       text.find("Concrete Functions", start + 1)) if i > 0]
+    return text[start:min(nxt) if nxt else len(text)]
+
+
+@pytest.mark.parametrize("name", CLI_CASES)
+def test_saved_model_cli_lists_predict_signature(exported, name):
+    block = _signature_block(exported["cli"][name])
+    assert "Method name is: tensorflow/serving/predict" in block
+    assert re.search(r"inputs\['features'\] tensor_info:\s+dtype: DT_FLOAT\s+"
+                     rf"shape: \(-1, {DIM}\)", block), block
+    for key in ("probability", "logit"):
+        assert re.search(rf"outputs\['{key}'\] tensor_info:\s+dtype: DT_FLOAT\s+"
+                         r"shape: \(-1, 1\)", block), block
+    assert len(re.findall(r"inputs\['", block)) == 1
+
+
+@pytest.mark.parametrize("policy", MIXED)
+def test_mixed_precision_serves_float32(exported, policy):
+    model, _ = exported["models"][policy]
+    assert model.predict(np.zeros((1, DIM), np.float32), verbose=0).dtype != np.float32
+    meta = exported["meta"][policy]
+    assert {k: v[0] for k, v in meta["outputs"].items()} == {"probability": "float32",
+                                                             "logit": "float32"}
+    assert keras.config.dtype_policy().name == "float32"
+
+
+def test_version_layout_and_no_leftovers(exported):
+    paths = exported["paths"]
+    for version, name in enumerate(CASES, start=1):
+        path = Path(paths[name])
+        assert path.name == str(version) and path.parent.name == name
+        assert (path / "saved_model.pb").is_file() and (path / "variables").is_dir()
+        assert [p.name for p in path.parent.iterdir()] == [str(version)]
+
+
+# -- in-process checks and bad input ------------------------------------------
+
+def _tiny(units=1, loss=None):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((DIM,)), keras.layers.Dense(units)])
+    model.compile("sgd", loss=loss if loss is not None else adp.ADPUELoss(from_logits=True))
+    return model
+
+
+def _serve(path, x):
+    fn = tf.saved_model.load(path).signatures["serving_default"]
+    return {k: v.numpy() for k, v in fn(features=tf.constant(x)).items()}
+
+
+def test_from_logits_from_keras_loss_and_explicit_override(tmp_path):
+    x = np.random.default_rng(1).normal(size=(5, DIM)).astype(np.float32)
+    model = _tiny(loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    z = model.predict(x, verbose=0)
+    out = _serve(export_for_serving(model, str(tmp_path / "a")), x)
+    np.testing.assert_allclose(out["logit"], z, atol=1e-6)
+    np.testing.assert_allclose(out["probability"], _sigmoid(z), atol=1e-6)
+    # Explicit from_logits wins over the loss's: the output is read as a probability.
+    model = _tiny(loss=adp.ADPUELoss(from_logits=True))
+    out = _serve(export_for_serving(model, tmp_path / "b", from_logits=False), x)
+    np.testing.assert_allclose(out["probability"], model.predict(x, verbose=0), atol=1e-6)
+
+
+def test_probability_extremes_give_finite_logits(tmp_path):
+    a = keras.Input((1,))
+    model = keras.Model(a, keras.layers.Lambda(lambda t: t)(a))
+    out = _serve(export_for_serving(model, tmp_path / "m", from_logits=False),
+                 np.array([[0.0], [1.0], [0.5]], np.float32))
+    assert np.all(np.isfinite(out["logit"]))
+    np.testing.assert_allclose(out["logit"][:, 0], [-16.118, 15.942, 0.0], atol=1e-2)
+
+
+def test_rank_one_output_is_served_as_a_column(tmp_path):
+    a = keras.Input((DIM,))
+    model = keras.Model(a, keras.layers.Reshape(())(keras.layers.Dense(1)(a)))
+    x = np.ones((4, DIM), np.float32)
+    out = _serve(export_for_serving(model, tmp_path / "m", from_logits=True), x)
+    assert out["logit"].shape == (4, 1)
+    np.testing.assert_allclose(out["logit"][:, 0], model.predict(x, verbose=0), atol=1e-6)
+
+
+def test_existing_path_needs_overwrite(tmp_path):
+    path = tmp_path / "ranker" / "1"
+    path.mkdir(parents=True)
+    (path / "stale.txt").write_text("old")
+    with pytest.raises(FileExistsError, match="`path`"):
+        export_for_serving(_tiny(), path)
+    assert sorted(p.name for p in path.iterdir()) == ["stale.txt"]
+    assert issubclass(FileExistsError, OSError)
+    assert export_for_serving(_tiny(), path, overwrite=True) == str(path)
+    assert not (path / "stale.txt").exists() and (path / "saved_model.pb").is_file()
+    assert [p.name for p in path.parent.iterdir()] == ["1"]  # no temporary directory left
+    assert export_for_serving(_tiny(), f"{path}{os.sep}", overwrite=True) == str(path)
+    assert [p.name for p in path.parent.iterdir()] == ["1"]
+    file_path = tmp_path / "file"
+    file_path.write_text("x")
+    with pytest.raises(FileExistsError, match="`path`"):
+        export_for_serving(_tiny(), file_path)
+
+
+def _two_outputs():
+    a = keras.Input((DIM,))
+    return keras.Model(a, [keras.layers.Dense(1)(a), keras.layers.Dense(1)(a)])
+
+
+def _dict_output():
+    a = keras.Input((DIM,))
+    return keras.Model(a, {"z": keras.layers.Dense(1)(a)})
+
+
+def _rank_three_output():
+    a = keras.Input((DIM,))
+    return keras.Model(a, keras.layers.Reshape((1, 1))(keras.layers.Dense(1)(a)))
+
+
+def _two_inputs():
+    a, b = keras.Input((DIM,)), keras.Input((2,))
+    return keras.Model([a, b], keras.layers.Dense(1)(a))
+
+
+@pytest.mark.parametrize("make, match", [
+    (_two_outputs, "single output"),
+    (_dict_output, "single output"),
+    (lambda: _tiny(units=2), "one output unit"),
+    (_rank_three_output, "one output unit"),
+    (_two_inputs, "single input"),
+    (lambda: keras.Sequential([keras.layers.Dense(1)]), "`model` has no known input shape"),
+    (_Subclassed, "`model` has no known input shape"),
+    (lambda: adp.DebiasedModel(keras.Sequential([keras.layers.Dense(1)])),
+     "`model` has no known input shape"),
+])
+def test_bad_models_raise_before_writing(tmp_path, make, match):
+    path = tmp_path / "export" / "m" / "1"
+    with pytest.raises(ValueError, match=match):
+        export_for_serving(make(), path, from_logits=True)
+    assert not (tmp_path / "export").exists()
+
+
+def test_unknown_from_logits_asks_for_it(tmp_path):
+    for model in (_tiny(loss="binary_crossentropy"),
+                  keras.Sequential([keras.Input((DIM,)), keras.layers.Dense(1)])):
+        with pytest.raises(ValueError, match="from_logits"):
+            export_for_serving(model, tmp_path / "m")
+    with pytest.raises(TypeError, match="from_logits"):
+        export_for_serving(_tiny(), tmp_path / "m", from_logits=1)
+    with pytest.raises(TypeError, match="keras.Model"):
+        export_for_serving(lambda x: x, tmp_path / "m", from_logits=True)
+    assert not (tmp_path / "m").exists()
+
+
+def test_serving_path():
+    assert serving_path(Path("export"), "ranker", 12) == os.path.join("export", "ranker", "12")
+    assert serving_path("e", "m", np.int64(0)) == os.path.join("e", "m", "0")
+    for bad in ("", ".", "..", "a/b"):
+        with pytest.raises(ValueError, match="`name`"):
+            serving_path("e", bad, 1)
+    with pytest.raises(ValueError, match="`version`"):
+        serving_path("e", "m", -1)
+    for bad in (1.0, True, "1"):
+        with pytest.raises(TypeError, match="`version`"):
+            serving_path("e", "m", bad)
+    with pytest.raises(TypeError, match="`name`"):
+        serving_path("e", 3, 1)
