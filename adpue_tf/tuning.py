@@ -1,0 +1,538 @@
+"""KerasTuner search spaces for the debiased losses: learning rate, ``α``, ``β``/``γ``, ``π``.
+
+:class:`DebiasedHyperModel` builds and compiles one model per trial (Adam,
+a loss of :mod:`adpue_tf.losses` with ``from_logits=True``) and trains it with
+held-out validation data, so that the tuner ranks trials by an *observable*
+objective: only ``W``/``E`` data a user has and the debiased risks, never the
+hidden label ``Y`` (see :func:`objective` for which risk, and why).
+
+Install the extra first: ``pip install "adpue_tf[tune]"`` (KerasTuner and
+TensorBoard, which KerasTuner imports).
+
+Example:
+    >>> import keras_tuner
+    >>> from adpue_tf.tuning import DebiasedHyperModel
+    >>> hm = DebiasedHyperModel(loss="double_adss", input_shape=(2,))
+    >>> hp = keras_tuner.HyperParameters()
+    >>> model = hm.build(hp)
+    >>> hp.values
+    {'learning_rate': 0.001, 'alpha': 0.5}
+    >>> hm.objective.name
+    'val_l_risk'
+
+A search (``validation_data`` is required; build it from held-out rows with
+``shuffle=False``)::
+
+    tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=20,
+                                     directory="tuning", project_name="dadss")
+    tuner.search(train_ds, validation_data=val_ds, epochs=30)
+    best_hp = tuner.get_best_hyperparameters(1)[0]
+    model = hm.build(best_hp)          # retrain on all the data, or
+    model = tuner.get_best_models(1)[0]
+
+Distributed tuning:
+    KerasTuner runs one search over several machines with a *chief* that
+    holds the oracle (it proposes the hyper-parameters and records the
+    scores; it trains nothing) and *workers* that each build, train and score
+    trials. Every process runs the **same** script (the same tuner class,
+    ``objective``, ``max_trials``, ``directory`` and ``project_name``); its
+    role comes from three environment variables:
+
+    * ``KERASTUNER_TUNER_ID``: ``"chief"`` for the chief, a unique name such
+      as ``"tuner0"``, ``"tuner1"``, ... for each worker.
+    * ``KERASTUNER_ORACLE_IP``: the address of the chief (the chief binds its
+      gRPC server to it; workers connect to it).
+    * ``KERASTUNER_ORACLE_PORT``: the chief's port, the same everywhere.
+
+    With ``KERASTUNER_ORACLE_IP`` unset the search is local. ``directory``
+    should be on storage every process can read (workers write the trials'
+    checkpoints there, and ``get_best_models`` on the chief reads them)::
+
+        # chief: serves the oracle until the search is done
+        KERASTUNER_TUNER_ID=chief KERASTUNER_ORACLE_IP=10.0.0.1 \\
+            KERASTUNER_ORACLE_PORT=8000 python tune.py
+        # each worker (one per machine or per GPU)
+        KERASTUNER_TUNER_ID=tuner0 KERASTUNER_ORACLE_IP=10.0.0.1 \\
+            KERASTUNER_ORACLE_PORT=8000 python tune.py
+
+    where ``tune.py`` builds the data, a ``DebiasedHyperModel`` and the tuner,
+    and calls ``tuner.search(train_ds, validation_data=val_ds, epochs=...)``.
+    A worker can also use several GPUs: pass
+    ``distribution_strategy=tf.distribute.MirroredStrategy()`` to the tuner
+    (the data builders interleave every source into each replica's slice).
+    Do not pass ``optimizer=``, ``loss=`` or ``metrics=`` to the tuner: they
+    would recompile the model and drop the risk metrics the objective reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import keras
+import keras_tuner
+
+from adpue_tf import losses as losses_lib
+from adpue_tf.callbacks import RefreshDagger
+from adpue_tf.losses import DebiasedLoss
+from adpue_tf.metrics import RiskMetric, risk_metrics
+from adpue_tf.model import DebiasedModel
+
+__all__ = ["LOSSES", "L_RISK", "REF_RISK", "DebiasedHyperModel", "objective"]
+
+#: The seven methods of SPEC.md by name, for ``DebiasedHyperModel(loss=...)``.
+LOSSES: dict[str, type[DebiasedLoss]] = {
+    "adpue": losses_lib.ADPUELoss,
+    "adpe": losses_lib.ADPELoss,
+    "adfpu": losses_lib.ADFPULoss,
+    "ads": losses_lib.ADSLoss,
+    "adss": losses_lib.ADSSLoss,
+    "double_adss": losses_lib.DoubleADSSLoss,
+    "ad3se": losses_lib.AD3SELoss,
+}
+
+#: Metric name of the L risk (ADS: cross-entropy with ``W`` on exposed SSE rows).
+L_RISK = "l_risk"
+#: Metric name of the risk at the reference options (used when ``β`` or ``π`` is tuned).
+REF_RISK = "ref_risk"
+
+#: Losses trained on SSE data, where the L risk is observable; the others
+#: (PUE, PE, FPUE and the PU baselines) are scored by their own risk.
+_SSE_LOSSES: tuple[type[DebiasedLoss], ...] = (
+    losses_lib.ADSLoss,
+    losses_lib.ADSSLoss,
+    losses_lib.DoubleADSSLoss,
+    losses_lib.AD3SELoss,
+    losses_lib.PNULoss,
+)
+
+_DEFAULT_LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2)
+_DEFAULT_ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+_DEFAULT_BETAS = (0.0, 0.01, 0.1)
+_DEFAULT_GAMMAS = (0.0, 1.0, 0.5)
+
+
+def _loss_class(loss: str | type[DebiasedLoss]) -> type[DebiasedLoss]:
+    """Resolve a loss name or class; clear errors for anything else."""
+    if isinstance(loss, str):
+        key = loss.strip().lower()
+        if key not in LOSSES:
+            raise ValueError(f"Unknown loss {loss!r}; known: {sorted(LOSSES)} or a "
+                             "DebiasedLoss subclass.")
+        return LOSSES[key]
+    if isinstance(loss, type) and issubclass(loss, DebiasedLoss):
+        return loss
+    if isinstance(loss, DebiasedLoss):
+        raise TypeError(f"`loss` must be a name or a DebiasedLoss class, not an instance "
+                        f"({loss!r}): the hyper-model builds a new loss for every trial; "
+                        f"pass {type(loss).__name__} and fixed options in `loss_options`.")
+    raise TypeError(f"`loss` must be one of {sorted(LOSSES)} or a DebiasedLoss subclass, "
+                    f"got {loss!r}.")
+
+
+def objective(loss: str | type[DebiasedLoss]) -> keras_tuner.Objective:
+    """The observable tuning objective of a loss, to minimise.
+
+    * PUE, PE, FPUE (``adpue``, ``adpe``, ``adfpu``) and the PU baselines:
+      ``val_risk``, the loss's own debiased risk on held-out data of the same
+      setting. There are no rows with ``W`` and ``E`` together, so no other
+      observable estimate of the true risk exists; the risk is the one the
+      model minimises, with the options fixed across trials (only the
+      learning rate and the net vary), so trials are compared on one yardstick.
+    * SSE losses (``ads``, ``adss``, ``double_adss``, ``ad3se``, PNU):
+      ``val_l_risk``, the L risk (:class:`~adpue_tf.losses.ADSLoss`:
+      cross-entropy with ``W`` on the exposed held-out SSE rows). Scoring by
+      the trained risk would be circular for DoubleADSS and AD3SE: ``α`` sets
+      the mixture ``α·SS + (1-α)·L`` (or ``α·R3 + (1-α)·L``) being measured,
+      so each ``α`` would be judged by its own rule. On exposed rows
+      ``W = Y``, and under strong ignorability (``Y ⫫ E | x``) they are a fair
+      sample of ``Y`` given ``x``: the L risk is an unbiased estimate of the
+      true cross-entropy on the exposed population, whatever the model or
+      ``α``, and since cross-entropy is a proper scoring rule its minimiser
+      is ``p(y=1|x)`` at every ``x``. It is the same for every trial, so it
+      ranks ``α`` fairly (SS's risk also reads the model's own ``f†``,
+      which is not a fixed yardstick either, hence ADSS uses it too; for
+      ADS it equals ``val_risk``).
+
+    Args:
+        loss: a name of :data:`LOSSES` or a :class:`DebiasedLoss` subclass.
+
+    Returns:
+        ``keras_tuner.Objective("val_risk" | "val_l_risk", direction="min")``.
+
+    Raises:
+        ValueError: on an unknown loss name.
+        TypeError: on anything but a name or a DebiasedLoss subclass.
+
+    Example:
+        >>> objective("adpue").name, objective("ad3se").name
+        ('val_risk', 'val_l_risk')
+    """
+    cls = _loss_class(loss)
+    name = L_RISK if issubclass(cls, _SSE_LOSSES) else "risk"
+    return keras_tuner.Objective(f"val_{name}", direction="min")
+
+
+def _choices(name: str, values: Any, check: Callable[[float], bool],
+             allowed: str) -> list[float]:
+    """Validate a non-empty sequence of distinct numbers; return floats."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise ValueError(f"`{name}` must be a non-empty sequence of numbers, got {values!r}.")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"`{name}` must hold finite numbers, got {v!r}.")
+        if not check(float(v)):
+            raise ValueError(f"`{name}` values must be {allowed}, got {v!r}.")
+        out.append(float(v))
+    if len(set(out)) != len(out):
+        raise ValueError(f"`{name}` holds repeated values: {values!r}.")
+    return out
+
+
+def _default(choices: list[float], preferred: float | None) -> float:
+    """``preferred`` when it is one of ``choices``, else the first choice."""
+    return preferred if preferred in choices else choices[0]
+
+
+class DebiasedHyperModel(keras_tuner.HyperModel):
+    """A KerasTuner search space for one debiased loss.
+
+    Each trial builds the net (``build_net(hp)``, default a linear model),
+    optionally wraps it in :class:`~adpue_tf.DebiasedModel` for alternate
+    learning, and compiles it with ``keras.optimizers.Adam`` and the loss
+    (``from_logits=True``: the net must output one logit). The search space,
+    each entry with a default (the loss's own default where it is a choice):
+
+    ========================  =====================================  ===========================
+    name                      when                                   values (default)
+    ========================  =====================================  ===========================
+    ``learning_rate``         always                                 ``learning_rates`` (1e-3)
+    ``alpha``                 the loss takes ``alpha``               ``alphas`` (0.5)
+                              (DoubleADSS, AD3SE)
+    ``beta``, ``gamma``       ``tune_beta_gamma`` and the loss has   ``betas`` (0.0), ``gammas``
+                              the non-negative correction            (0.0, i.e. ``None``)
+                              (ADPUE, ADPE, ADFPU, AD3SE, nnPU)
+    ``prior``                 ``priors`` or ``prior_range`` given    Choice / Float (``prior``)
+    ========================  =====================================  ===========================
+
+    plus whatever ``build_net`` declares. ``gamma = 0.0`` stands for
+    ``gamma=None``, the paper's plain ``max(R-, 0)`` (only ``R+`` gives
+    gradient when the correction fires); ``γ ∈ (0, 1]`` is nnPU's step.
+    ``tune_beta_gamma`` is ignored for a loss without the correction.
+
+    The objective, :attr:`objective`, is observable (see :func:`objective`):
+    ``val_risk`` for PUE/PE/FPUE, ``val_l_risk`` for the SSE losses. The
+    compiled model logs ``risk``, ``r_pos``, ``r_neg``, ``nn_fired`` (a
+    ``DebiasedModel`` on its own, a plain model through
+    :func:`adpue_tf.metrics.risk_metrics`), plus ``l_risk`` for SSE losses.
+    When ``β`` or ``π`` is tuned, the risk's value itself changes with them
+    (``R+ - β`` when the correction fires; ``π`` weighs every term), which
+    is the circularity :func:`objective` avoids for ``α``; for the losses
+    scored by their own risk the objective is then ``val_ref_risk``, the same
+    risk at the reference options (``prior``, ``β = 0``), logged as
+    ``ref_risk``. (Tuning ``π`` this way is still a heuristic: the yardstick
+    trusts the reference ``prior``.)
+
+    Args:
+        build_net: ``hp -> keras.Model`` with one logit output; may declare
+            its own hyper-parameters. Default: ``Dense(1)`` on ``input_shape``.
+        input_shape: feature shape (without the batch axis); needed when
+            ``build_net`` is None.
+        loss: one of :data:`LOSSES` (``"adpue"``, ``"adpe"``, ``"adfpu"``,
+            ``"ads"``, ``"adss"``, ``"double_adss"``, ``"ad3se"``) or a
+            :class:`~adpue_tf.losses.DebiasedLoss` subclass.
+        prior: the class prior ``π = q(w=1)`` of losses that take one (ADPE,
+            ADFPU, baselines); required for them, refused for the others;
+            the default (and reference) value when ``π`` is tuned.
+        priors: tune ``π`` over these values (a ``Choice``).
+        prior_range: tune ``π`` as a ``Float`` in ``(low, high)``, inside ``(0, 1)``.
+        alternate: wrap the net in :class:`~adpue_tf.DebiasedModel` and add
+            :class:`~adpue_tf.RefreshDagger` in :meth:`fit` (alternate learning).
+        initial_dagger: ``f†`` before the first refresh (with ``alternate``).
+        refresh_every: refresh the snapshot every this many epochs (with ``alternate``).
+        tune_beta_gamma: tune the non-negative correction's ``β`` and ``γ``.
+        learning_rates: Adam's learning rates to try.
+        alphas: values of ``α ∈ [0, 1]`` to try (DoubleADSS, AD3SE).
+        betas: values of ``β >= 0`` to try.
+        gammas: values of ``γ`` in ``[0, 1]`` to try, ``0.0`` meaning ``None``.
+        loss_options: further fixed options of the loss (e.g.
+            ``{"non_negative": False}``); not ``from_logits`` nor a tuned one.
+        name: name of the hyper-model.
+
+    Raises:
+        ValueError: on an unknown loss name, a missing or needless ``prior``,
+            out-of-range or empty choices, conflicting options, or
+            ``alternate`` with a loss that does not use ``f†``.
+        TypeError: on a loss instance, a non-callable ``build_net`` or a bad
+            ``input_shape``.
+
+    Example:
+        >>> import keras_tuner, adpue_tf as adp
+        >>> hm = DebiasedHyperModel(loss="ad3se", input_shape=(2,), alternate=True,
+        ...                         tune_beta_gamma=True, learning_rates=[1e-2, 1e-3])
+        >>> hp = keras_tuner.HyperParameters()
+        >>> isinstance(hm.build(hp), adp.DebiasedModel), hm.objective.name
+        (True, 'val_l_risk')
+        >>> hp.values
+        {'learning_rate': 0.001, 'alpha': 0.5, 'beta': 0.0, 'gamma': 0.0}
+    """
+
+    def __init__(
+        self,
+        *,
+        build_net: Callable[[keras_tuner.HyperParameters], keras.Model] | None = None,
+        input_shape: int | Sequence[int] | None = None,
+        loss: str | type[DebiasedLoss] = "adpue",
+        prior: float | None = None,
+        priors: Sequence[float] | None = None,
+        prior_range: tuple[float, float] | None = None,
+        alternate: bool = False,
+        initial_dagger: float = 0.5,
+        refresh_every: int = 1,
+        tune_beta_gamma: bool = False,
+        learning_rates: Sequence[float] = _DEFAULT_LEARNING_RATES,
+        alphas: Sequence[float] = _DEFAULT_ALPHAS,
+        betas: Sequence[float] = _DEFAULT_BETAS,
+        gammas: Sequence[float] = _DEFAULT_GAMMAS,
+        loss_options: Mapping[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        self.loss_class = _loss_class(loss)
+        params = inspect.signature(self.loss_class.__init__).parameters
+
+        if build_net is None:
+            if input_shape is None:
+                raise ValueError("Give `input_shape` (e.g. (n_features,)) for the default "
+                                 "linear model, or a `build_net`.")
+        elif not callable(build_net):
+            raise TypeError(f"`build_net` must be a callable hp -> keras.Model, got {build_net!r}.")
+        self.build_net = build_net
+        self.input_shape = None if input_shape is None else _shape(input_shape)
+
+        for flag_name, flag in (("alternate", alternate), ("tune_beta_gamma", tune_beta_gamma)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"`{flag_name}` must be a bool, got {flag!r}.")
+        self.alternate = alternate
+        if alternate and not self.loss_class.uses_dagger:
+            raise ValueError(f"`alternate=True` needs a loss that uses f†; "
+                             f"{self.loss_class.__name__} does not.")
+        if isinstance(refresh_every, bool) or not isinstance(refresh_every, numbers.Integral) \
+                or refresh_every < 1:
+            raise ValueError(f"`refresh_every` must be an int >= 1, got {refresh_every!r}.")
+        self.refresh_every = int(refresh_every)
+        if isinstance(initial_dagger, bool) or not isinstance(initial_dagger, numbers.Real) \
+                or not 0.0 <= initial_dagger <= 1.0:
+            raise ValueError(f"`initial_dagger` must be a number in [0, 1], got {initial_dagger!r}.")
+        self.initial_dagger = float(initial_dagger)
+
+        options = dict(loss_options or {})
+        instead = {"from_logits": "losses are built with from_logits=True",
+                   "alpha": "use `alphas` (one value fixes it)",
+                   "prior": "use `prior`, `priors` or `prior_range`"}
+        for key, why in instead.items():
+            if key in options:
+                raise ValueError(f"`loss_options` may not set {key!r}: {why}.")
+        unknown = sorted(set(options) - set(params) - {"self"})
+        if unknown:
+            raise ValueError(f"`loss_options` {unknown} are not options of "
+                             f"{self.loss_class.__name__}.")
+        self.loss_options = options
+
+        # -- prior ------------------------------------------------------------
+        takes_prior = "prior" in params
+        if takes_prior and prior is None:
+            raise ValueError(f"{self.loss_class.__name__} needs the class prior: pass `prior=` "
+                             "(the value of q(w=1), also the default when `priors` is tuned).")
+        if not takes_prior and (prior is not None or priors is not None
+                                or prior_range is not None):
+            raise ValueError(f"{self.loss_class.__name__} takes no class prior; drop `prior`, "
+                             "`priors` and `prior_range`.")
+        if priors is not None and prior_range is not None:
+            raise ValueError("Give `priors` (a Choice) or `prior_range` (a Float), not both.")
+        self.prior = None if prior is None else float(prior)
+        self.priors = (None if priors is None else
+                       _choices("priors", priors, lambda v: 0.0 < v < 1.0, "in (0, 1)"))
+        self.prior_range = None
+        if prior_range is not None:
+            bounds = _choices("prior_range", prior_range, lambda v: 0.0 < v < 1.0, "in (0, 1)")
+            if len(bounds) != 2 or not bounds[0] < bounds[1]:
+                raise ValueError(f"`prior_range` must be (low, high) with 0 < low < high < 1, "
+                                 f"got {prior_range!r}.")
+            low, high = bounds
+            if not low <= self.prior <= high:
+                raise ValueError(f"`prior` {self.prior} must lie in `prior_range` {prior_range}.")
+            self.prior_range = (low, high)
+
+        # -- choices ----------------------------------------------------------
+        self.learning_rates = _choices("learning_rates", learning_rates, lambda v: v > 0,
+                                       "positive")
+        self.alphas = _choices("alphas", alphas, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+        self.betas = _choices("betas", betas, lambda v: v >= 0.0, ">= 0")
+        self.gammas = _choices("gammas", gammas, lambda v: 0.0 <= v <= 1.0,
+                               "in [0, 1] (0.0 meaning None)")
+        self.tunes_alpha = "alpha" in params
+        has_correction = "beta" in params and "gamma" in params
+        self.tunes_beta_gamma = tune_beta_gamma and has_correction
+        if self.tunes_beta_gamma:
+            clash = sorted({"beta", "gamma"} & set(options))
+            if clash or options.get("non_negative", True) is False:
+                raise ValueError("`tune_beta_gamma=True` conflicts with `loss_options` "
+                                 f"{clash or ['non_negative=False']}.")
+        self.tunes_prior = self.priors is not None or self.prior_range is not None
+
+        # Fail now, not in the first trial, on options the loss refuses.
+        self.make_loss(keras_tuner.HyperParameters())
+
+    # -- the search space -----------------------------------------------------
+    @property
+    def objective(self) -> keras_tuner.Objective:
+        """The tuner objective: :func:`objective` of the loss, or ``val_ref_risk``.
+
+        ``val_ref_risk`` when the loss is scored by its own risk and ``β`` or
+        ``π`` is tuned (they change the value being measured).
+        """
+        base = objective(self.loss_class)
+        if base.name == "val_risk" and self._tunes_risk_value:
+            return keras_tuner.Objective(f"val_{REF_RISK}", direction="min")
+        return base
+
+    @property
+    def _tunes_risk_value(self) -> bool:
+        return self.tunes_prior or self.tunes_beta_gamma
+
+    def make_loss(self, hp: keras_tuner.HyperParameters) -> DebiasedLoss:
+        """The trial's loss, declaring its hyper-parameters in ``hp``.
+
+        Args:
+            hp: the trial's hyper-parameters (new entries get their defaults).
+
+        Returns:
+            A :class:`DebiasedLoss` with ``from_logits=True``.
+
+        Example:
+            >>> import keras_tuner
+            >>> hm = DebiasedHyperModel(loss="adpe", prior=0.3, input_shape=(2,),
+            ...                         tune_beta_gamma=True)
+            >>> hp = keras_tuner.HyperParameters()
+            >>> hm.make_loss(hp).get_config()["gamma"] is None, hp.values
+            (True, {'beta': 0.0, 'gamma': 0.0})
+        """
+        kwargs: dict[str, Any] = {"from_logits": True, **self.loss_options}
+        if self.tunes_alpha:
+            kwargs["alpha"] = hp.Choice("alpha", self.alphas, default=_default(self.alphas, 0.5))
+        if self.tunes_beta_gamma:
+            kwargs["beta"] = hp.Choice("beta", self.betas, default=_default(self.betas, 0.0))
+            gamma = hp.Choice("gamma", self.gammas, default=_default(self.gammas, 0.0))
+            kwargs["gamma"] = None if gamma == 0.0 else gamma
+        if self.priors is not None:
+            kwargs["prior"] = hp.Choice("prior", self.priors,
+                                        default=_default(self.priors, self.prior))
+        elif self.prior_range is not None:
+            kwargs["prior"] = hp.Float("prior", *self.prior_range, default=self.prior)
+        elif self.prior is not None:
+            kwargs["prior"] = self.prior
+        return self.loss_class(**kwargs)
+
+    def _reference_loss(self) -> DebiasedLoss:
+        """The loss at the reference options: the given ``prior``, untuned ``β``/``γ``."""
+        kwargs: dict[str, Any] = {"from_logits": True, **self.loss_options}
+        if self.prior is not None:
+            kwargs["prior"] = self.prior
+        return self.loss_class(**kwargs)
+
+    def _metrics(self, loss: DebiasedLoss, wrapped: bool) -> list[keras.metrics.Metric]:
+        metrics: list[keras.metrics.Metric] = [] if wrapped else risk_metrics(loss)
+        if objective(self.loss_class).name == f"val_{L_RISK}":
+            metrics.append(RiskMetric(losses_lib.ADSLoss(from_logits=True), part="risk",
+                                      name=L_RISK))
+        elif self._tunes_risk_value:
+            metrics.append(RiskMetric(self._reference_loss(), part="risk", name=REF_RISK))
+        return metrics
+
+    def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
+        """Build and compile the trial's model.
+
+        Declares ``learning_rate`` first, then the loss's hyper-parameters
+        (:meth:`make_loss`), then calls ``build_net(hp)``.
+
+        Args:
+            hp: the trial's hyper-parameters.
+
+        Returns:
+            A compiled ``keras.Model`` (a ``DebiasedModel`` with ``alternate``).
+
+        Raises:
+            TypeError: if ``build_net`` does not return a ``keras.Model``.
+        """
+        learning_rate = hp.Choice("learning_rate", self.learning_rates,
+                                  default=_default(self.learning_rates, 1e-3))
+        loss = self.make_loss(hp)
+        if self.build_net is None:
+            net = keras.Sequential([keras.Input(self.input_shape), keras.layers.Dense(1)])
+        else:
+            net = self.build_net(hp)
+            if not isinstance(net, keras.Model):
+                raise TypeError(f"`build_net` must return a keras.Model, got {net!r}.")
+        model = (DebiasedModel(net, initial_dagger=self.initial_dagger) if self.alternate
+                 else net)
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss=loss,
+                      metrics=self._metrics(loss, wrapped=self.alternate))
+        return model
+
+    def fit(self, hp: keras_tuner.HyperParameters, model: keras.Model, *args: Any,
+            **kwargs: Any) -> Any:
+        """Train one trial with ``model.fit``; adds ``RefreshDagger`` with ``alternate``.
+
+        Args:
+            hp: the trial's hyper-parameters.
+            model: the model from :meth:`build`.
+            *args: positional arguments of ``tuner.search`` (``x``, ...).
+            **kwargs: keyword arguments of ``tuner.search``; must include
+                ``validation_data``: held-out data of the loss's setting (from
+                the same builder, ``shuffle=False``).
+
+        Returns:
+            The ``History`` of ``model.fit``.
+
+        Raises:
+            ValueError: (a ``keras_tuner.errors.FatalValueError``, so that the
+                tuner stops instead of retrying) when ``validation_data`` is
+                missing: the objective is a risk on held-out data.
+        """
+        try:
+            bound = inspect.signature(model.fit).bind_partial(*args, **kwargs)
+        except TypeError:
+            return model.fit(*args, **kwargs)  # Keras reports the bad arguments
+        arguments = bound.arguments
+        if arguments.get("validation_data") is None:
+            raise keras_tuner.errors.FatalValueError(
+                f"The tuner objective {self.objective.name!r} is a risk on held-out data, "
+                "so it needs data that was not given: pass `validation_data=` to "
+                "`tuner.search` (held-out rows of the same setting, e.g. "
+                "adp.data.pue_dataset(..., shuffle=False)). `validation_split` is no "
+                "substitute: it would cut the packed rows without regard to their source.")
+        if self.alternate:
+            callbacks = list(arguments.get("callbacks") or [])
+            if not any(isinstance(c, RefreshDagger) for c in callbacks):
+                callbacks.append(RefreshDagger(every_n_epochs=self.refresh_every))
+            arguments["callbacks"] = callbacks
+        return model.fit(*bound.args, **bound.kwargs)
+
+
+def _shape(input_shape: Any) -> tuple[int, ...]:
+    """``input_shape`` as a tuple of positive ints."""
+    shape = (input_shape,) if isinstance(input_shape, numbers.Integral) else input_shape
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"`input_shape` must be an int or a tuple of ints, "
+                        f"got {input_shape!r}.") from None
+    if not shape or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1
+                        for d in shape):
+        raise TypeError(f"`input_shape` must hold positive ints, got {input_shape!r}.")
+    return tuple(int(d) for d in shape)

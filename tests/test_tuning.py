@@ -1,0 +1,232 @@
+"""tuning: the pinned search space, observable objectives, searches end to end, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import keras_tuner
+import numpy as np
+import pytest
+
+import adpue_tf as adp
+from adpue_tf import synthetic
+from adpue_tf.tuning import DebiasedHyperModel, objective
+
+LRS = [1e-3, 3e-3, 1e-2, 3e-2]
+ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def _space(hp: keras_tuner.HyperParameters) -> dict:
+    return {p.name: list(p.values) for p in hp.space}
+
+
+def _built(hm: DebiasedHyperModel) -> keras_tuner.HyperParameters:
+    hp = keras_tuner.HyperParameters()
+    hm.build(hp)
+    return hp
+
+
+# -- the search space -----------------------------------------------------------
+def test_space_adpue_default():
+    hp = _built(DebiasedHyperModel(input_shape=(2,)))
+    assert hp.values == {"learning_rate": 1e-3}
+    assert _space(hp) == {"learning_rate": LRS}
+
+
+def test_space_double_adss_has_alpha():
+    hp = _built(DebiasedHyperModel(loss="double_adss", input_shape=(2,)))
+    assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
+    assert _space(hp) == {"learning_rate": LRS, "alpha": ALPHAS}
+
+
+def test_space_adpue_tune_beta_gamma():
+    hp = _built(DebiasedHyperModel(loss="adpue", input_shape=(2,), tune_beta_gamma=True))
+    assert hp.values == {"learning_rate": 1e-3, "beta": 0.0, "gamma": 0.0}
+    assert _space(hp) == {"learning_rate": LRS, "beta": [0.0, 0.01, 0.1],
+                          "gamma": [0.0, 1.0, 0.5]}
+
+
+def test_space_other_cases():
+    hp = _built(DebiasedHyperModel(loss="ad3se", input_shape=(2,), tune_beta_gamma=True))
+    assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5, "beta": 0.0, "gamma": 0.0}
+    # no correction in DoubleADSS: tune_beta_gamma adds nothing
+    hp = _built(DebiasedHyperModel(loss="double_adss", input_shape=(2,), tune_beta_gamma=True))
+    assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
+    hp = _built(DebiasedHyperModel(loss="adpe", prior=0.3, input_shape=(2,)))
+    assert hp.values == {"learning_rate": 1e-3}
+    hp = _built(DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.2, 0.3, 0.4],
+                                   input_shape=(2,), learning_rates=[0.01, 0.1]))
+    assert hp.values == {"learning_rate": 0.01, "prior": 0.3}
+    hp = _built(DebiasedHyperModel(loss="adfpu", prior=0.3, prior_range=(0.1, 0.5),
+                                   input_shape=(2,)))
+    assert hp.values == {"learning_rate": 1e-3, "prior": 0.3}
+
+    def net(hp):
+        units = hp.Int("units", 2, 8, step=2)
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(units, "relu"),
+                                 keras.layers.Dense(1)])
+
+    hm = DebiasedHyperModel(build_net=net, loss="adss", alternate=True)
+    hp = keras_tuner.HyperParameters()
+    assert isinstance(hm.build(hp), adp.DebiasedModel)
+    assert hp.values == {"learning_rate": 1e-3, "units": 2}
+
+
+def test_make_loss_reads_the_trial_values():
+    hm = DebiasedHyperModel(loss="ad3se", input_shape=(2,), tune_beta_gamma=True)
+    hp = keras_tuner.HyperParameters()
+    hp.Fixed("alpha", 0.25)
+    hp.Fixed("beta", 0.1)
+    hp.Fixed("gamma", 1.0)
+    cfg = hm.make_loss(hp).get_config()
+    assert (cfg["alpha"], cfg["beta"], cfg["gamma"], cfg["from_logits"]) == (0.25, 0.1, 1.0, True)
+    assert hm.make_loss(keras_tuner.HyperParameters()).get_config()["gamma"] is None  # 0.0
+
+
+# -- objectives -------------------------------------------------------------------
+@pytest.mark.parametrize("loss, name", [
+    ("adpue", "val_risk"), ("adpe", "val_risk"), ("adfpu", "val_risk"),
+    ("ads", "val_l_risk"), ("adss", "val_l_risk"), ("double_adss", "val_l_risk"),
+    ("ad3se", "val_l_risk"), (adp.NNPULoss, "val_risk"), (adp.PNULoss, "val_l_risk"),
+])
+def test_objective_per_loss(loss, name):
+    obj = objective(loss)
+    assert (obj.name, obj.direction) == (name, "min")
+    prior = 0.3 if loss in ("adpe", "adfpu", adp.NNPULoss, adp.PNULoss) else None
+    assert DebiasedHyperModel(loss=loss, prior=prior, input_shape=(2,)).objective == obj
+
+
+def test_objective_when_the_risk_value_is_tuned():
+    kw = {"input_shape": (2,)}
+    assert DebiasedHyperModel(loss="adpue", tune_beta_gamma=True, **kw).objective.name \
+        == "val_ref_risk"
+    assert DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.2, 0.3],
+                              **kw).objective.name == "val_ref_risk"
+    assert DebiasedHyperModel(loss="ad3se", tune_beta_gamma=True, **kw).objective.name \
+        == "val_l_risk"
+
+
+def test_ref_risk_uses_the_reference_prior():
+    s = synthetic.synthetic_pue(60, 60, seed=1)
+    x_p = s.x_pu[s.w_pu == 1]
+    ds = adp.data.pe_dataset(x_p, s.x_e, s.e_e, batch_size=len(x_p) + 60, shuffle=False)
+    hm = DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.3, 0.45], input_shape=(2,))
+    hp = keras_tuner.HyperParameters()
+    hp.Fixed("prior", 0.45)
+    model = hm.build(hp)
+    logs = model.evaluate(ds, verbose=0, return_dict=True)
+    x, y = next(iter(ds))
+    z = model(x)
+    ref = adp.ADPELoss(prior=0.3, from_logits=True)(y, z)
+    tuned = adp.ADPELoss(prior=0.45, from_logits=True)(y, z)
+    np.testing.assert_allclose(logs["ref_risk"], float(ref), rtol=1e-5)
+    np.testing.assert_allclose(logs["risk"], float(tuned), rtol=1e-5)
+
+
+# -- searches end to end ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def pue():
+    s = synthetic.synthetic_pue(600, 600, seed=0)
+    train = adp.data.pue_dataset(s.x_pu[:400], s.w_pu[:400], s.x_e[:400], s.e_e[:400],
+                                 batch_size=200, seed=0)
+    val = adp.data.pue_dataset(s.x_pu[400:], s.w_pu[400:], s.x_e[400:], s.e_e[400:],
+                               batch_size=200, shuffle=False)
+    return train, val
+
+
+@pytest.fixture(scope="module")
+def sse():
+    d = synthetic.synthetic_sse(800, seed=0)
+    train = adp.data.sse_dataset(d.x[:600], d.w[:600], d.e[:600], batch_size=200, seed=0)
+    val = adp.data.sse_dataset(d.x[600:], d.w[600:], d.e[600:], batch_size=200, shuffle=False)
+    return train, val
+
+
+def _check_done(tuner, trials, names):
+    done = [t for t in tuner.oracle.trials.values() if t.status == "COMPLETED"]
+    assert len(done) == trials
+    best_hp = tuner.get_best_hyperparameters(1)[0]
+    assert set(best_hp.values) == set(names)
+    best = tuner.oracle.get_best_trials(1)[0]
+    assert math.isfinite(best.score)
+    assert best.score == min(t.score for t in done)
+    return best_hp, best
+
+
+def test_random_search(pue, tmp_path):
+    keras.utils.set_random_seed(0)
+    train, val = pue
+    hm = DebiasedHyperModel(loss="adpue", input_shape=(2,))
+    tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=3, seed=0,
+                                     directory=tmp_path, overwrite=True)
+    tuner.search(train, validation_data=val, epochs=2, verbose=0)
+    _, best = _check_done(tuner, 3, ["learning_rate"])
+    assert best.metrics.exists("val_risk")
+
+
+def test_bayesian_search_double_adss_alternate(sse, tmp_path):
+    keras.utils.set_random_seed(0)
+    train, val = sse
+    hm = DebiasedHyperModel(loss="double_adss", input_shape=(2,), alternate=True)
+    tuner = keras_tuner.BayesianOptimization(hm, objective=hm.objective, max_trials=2,
+                                             num_initial_points=1, seed=0,
+                                             directory=tmp_path, overwrite=True)
+    tuner.search(train, validation_data=val, epochs=2, verbose=0)
+    _, best = _check_done(tuner, 2, ["learning_rate", "alpha"])
+    assert best.metrics.exists("val_l_risk")
+    model = tuner.get_best_models(1)[0]
+    assert isinstance(model, adp.DebiasedModel)
+    assert model.refreshes >= 1  # RefreshDagger was added by fit
+
+
+def test_missing_validation_data(pue, tmp_path):
+    train, _ = pue
+    hm = DebiasedHyperModel(input_shape=(2,))
+    hp = keras_tuner.HyperParameters()
+    with pytest.raises(ValueError, match="needs data that was not given"):
+        hm.fit(hp, hm.build(hp), train, epochs=1, verbose=0)
+    tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=1,
+                                     directory=tmp_path, overwrite=True)
+    with pytest.raises(ValueError, match="validation_data"):  # not retried as a failed trial
+        tuner.search(train, epochs=1, verbose=0)
+
+
+# -- bad arguments ------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"loss": "nnpue"}, ValueError, "Unknown loss"),
+    ({"loss": "adpe"}, ValueError, "needs the class prior"),
+    ({"loss": "adfpu"}, ValueError, "needs the class prior"),
+    ({"loss": "adpue", "prior": 0.3}, ValueError, "takes no class prior"),
+    ({"loss": "adpe", "prior": 1.5}, ValueError, "prior"),
+    ({"loss": "adpe", "prior": 0.3, "priors": [0.2], "prior_range": (0.1, 0.4)},
+     ValueError, "not both"),
+    ({"loss": "adpe", "prior": 0.5, "prior_range": (0.1, 0.4)}, ValueError, "must lie"),
+    ({"loss": adp.ADPUELoss(from_logits=True)}, TypeError, "not an instance"),
+    ({"loss": "double_adss", "alphas": [0.5, 1.5]}, ValueError, r"in \[0, 1\]"),
+    ({"learning_rates": []}, ValueError, "non-empty"),
+    ({"learning_rates": [0.0]}, ValueError, "positive"),
+    ({"loss": "ads", "alternate": True}, ValueError, "uses f"),
+    ({"loss_options": {"from_logits": False}}, ValueError, "from_logits"),
+    ({"loss_options": {"alpha": 0.5}}, ValueError, "alpha"),
+    ({"loss_options": {"eta": 0.5}}, ValueError, "not options"),
+    ({"loss_options": {"beta": 0.1}, "tune_beta_gamma": True}, ValueError, "conflicts"),
+    ({"refresh_every": 0}, ValueError, "refresh_every"),
+    ({"alternate": True, "initial_dagger": 1.5}, ValueError, "initial_dagger"),
+    ({"loss": "adpe", "prior": 0.3, "prior_range": (0.4, 0.1)}, ValueError, "low < high"),
+    ({"loss": "adpe", "prior": 0.3, "prior_range": (0.1,)}, ValueError, "low < high"),
+    ({"loss": "adpe", "prior": 0.3, "priors": [0.3, 0.3]}, ValueError, "repeated"),
+    ({"input_shape": None}, ValueError, "input_shape"),
+    ({"input_shape": (0,)}, TypeError, "positive ints"),
+    ({"build_net": "dense"}, TypeError, "callable"),
+])
+def test_bad_arguments(kwargs, error, match):
+    kwargs = {"input_shape": (2,), **kwargs}
+    with pytest.raises(error, match=match):
+        DebiasedHyperModel(**kwargs)
+
+
+def test_build_net_must_return_a_model():
+    hm = DebiasedHyperModel(build_net=lambda hp: "not a model")
+    with pytest.raises(TypeError, match="keras.Model"):
+        hm.build(keras_tuner.HyperParameters())
