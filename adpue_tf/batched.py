@@ -69,7 +69,7 @@ class LinearFit:
 
 @functools.lru_cache(maxsize=64)
 def _trainer(risk: Callable[..., risks_lib.RiskTerms], options: tuple, shape: tuple[int, int, int],
-             columns: int, learning_rate: float) -> tuple[Any, Any, Any, Any]:
+             columns: int, learning_rate: float, l2: float) -> tuple[Any, Any, Any, Any]:
     """Variables, optimizer and traced training loop for one risk and one shape.
 
     Cached, so that the trials of a benchmark reuse one trace per risk and shape.
@@ -95,6 +95,7 @@ def _trainer(risk: Callable[..., risks_lib.RiskTerms], options: tuple, shape: tu
             with tf.GradientTape() as tape:
                 z = tf.einsum("tnd,td->tn", x, w) + b[:, None]
                 total = tf.reduce_sum(tf.vectorized_map(one_trial, (y, z, sw)))
+                total += l2 * tf.reduce_sum(tf.square(w))
             optimizer.apply(tape.gradient(total, [w, b]), [w, b])
 
     return w, b, optimizer, train
@@ -109,6 +110,7 @@ def fit_linear(
     steps: int = 200,
     learning_rate: float = 0.05,
     init: LinearFit | None = None,
+    l2: float = 0.0,
     **risk_options: Any,
 ) -> LinearFit:
     """Minimise ``risk`` for each trial's linear model, all trials at once.
@@ -121,6 +123,8 @@ def fit_linear(
         steps: full-batch Adam steps.
         learning_rate: Adam's learning rate.
         init: start from these parameters (warm start) instead of zeros.
+        l2: weight of the penalty ``l2·‖w‖²`` added to each trial's risk (not on
+            the bias), as in regularised logistic regression.
         **risk_options: passed to ``risk`` (``prior=``, ``alpha=``, ...);
             ``from_logits=True`` is implied.
 
@@ -138,13 +142,16 @@ def fit_linear(
             f"same trials and rows; got {x.shape} and {y.shape}.")
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"`steps` must be an int >= 1, got {steps!r}.")
+    if not l2 >= 0.0:
+        raise ValueError(f"`l2` must be >= 0, got {l2!r}.")
     trials, rows, dim = x.shape
     sw = np.ones((trials, rows), np.float32) if sample_weight is None else np.asarray(
         check_finite("sample_weight", sample_weight), np.float32)
     if sw.shape != (trials, rows):
         raise ValueError(f"`sample_weight` must have shape {(trials, rows)}, got {sw.shape}.")
     w, b, optimizer, train = _trainer(risk, tuple(sorted(risk_options.items())),
-                                      (trials, rows, dim), y.shape[2], float(learning_rate))
+                                      (trials, rows, dim), y.shape[2], float(learning_rate),
+                                      float(l2))
     w.assign(np.zeros((trials, dim), np.float32) if init is None else init.weights)
     b.assign(np.zeros((trials,), np.float32) if init is None else init.bias)
     for v in optimizer.variables:  # a fresh Adam: zero moments and step count

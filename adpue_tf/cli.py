@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -32,7 +33,60 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--exposure-rate", type=float, default=0.5, help="target θ(e=1)")
     demo.add_argument("--split", type=float, default=0.5, help="PU share of training rows")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
+
+    bench = sub.add_parser("bench", help="reproduce the paper's tables")
+    kinds = bench.add_subparsers(dest="table", required=True)
+    linear = kinds.add_parser("linear", help="Table 1: linear models on LIBSVM data")
+    neural = kinds.add_parser("neural", help="Table 2 and Figures 3-4: neural networks")
+    for p, n in ((linear, 100), (neural, 100)):
+        p.add_argument("--trials", type=int, default=n, help="trials per setting (>= 2)")
+        p.add_argument("--datasets", type=_names, default=None,
+                       help="comma-separated data sets (default: the paper's)")
+        p.add_argument("--seed", type=int, default=0, help="first seed")
+        p.add_argument("--out", default="benchmarks/results", help="results directory")
+        p.add_argument("--exposure-rate", type=float, default=0.5, help="target θ(e=1)")
+        p.add_argument("--quiet", action="store_true", help="no progress display")
+    linear.add_argument("--alphas", type=_floats, default=(0.3, 0.5), help="split ratios")
+    linear.add_argument("--steps", type=int, default=200, help="full-batch Adam steps")
+    linear.add_argument("--data-dir", default=None, help="LIBSVM files (or $ADPUE_DATA_DIR)")
+    neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
+    neural.add_argument("--ratios", type=_floats, default=(0.1, 0.3, 0.5, 0.7, 0.9),
+                        help="separate ratios")
+    neural.add_argument("--rows", type=int, default=None,
+                        help="use a seeded subsample of this many rows (CPU runs)")
     return parser
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from adpue_tf import bench
+    from adpue_tf.bench_linear import LinearBenchConfig
+    from adpue_tf.bench_neural import NeuralBenchConfig
+
+    strict = args.datasets is not None  # a data set asked for by name must load
+    common = dict(trials=args.trials, seed=args.seed, exposure_rate=args.exposure_rate)
+    stream = None if args.quiet else sys.stderr
+    if args.table == "linear":
+        cfg = LinearBenchConfig(alphas=args.alphas, steps=args.steps, data_dir=args.data_dir,
+                                datasets=args.datasets or bench.LINEAR_DATASETS, **common)
+        path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
+    else:
+        cfg = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
+                                datasets=args.datasets or bench.NEURAL_DATASETS, **common)
+        path = bench.run_neural(cfg, args.out, strict=strict, progress=stream)
+    print(path.read_text())
+    print(f"written: {path}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -50,10 +104,11 @@ def _demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adpue-tf`` console script."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)  # retracing notices of the benches
     args = build_parser().parse_args(argv)
     try:
-        return {"demo": _demo}[args.command](args)
-    except ValueError as err:
+        return {"demo": _demo, "bench": _bench}[args.command](args)
+    except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"adpue-tf: error: {err}", file=sys.stderr)
         return 2
 

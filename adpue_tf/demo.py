@@ -23,15 +23,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
-import time
 from typing import Callable, TextIO
 
 import keras
 import numpy as np
 
 from adpue_tf import data, losses, simulate
+from adpue_tf.progress import Progress
+from adpue_tf.report import cell, markdown_table, mean_se
 
 __all__ = ["DemoConfig", "MethodScore", "run_demo", "format_table"]
 
@@ -76,15 +76,9 @@ class MethodScore:
     inductive: tuple[float, ...]
     transductive: tuple[float, ...]
 
-    @staticmethod
-    def _mean_se(values: tuple[float, ...]) -> tuple[float, float]:
-        arr = np.asarray(values)
-        return float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(len(arr)))
-
     def summary(self) -> dict[str, tuple[float, float]]:
         """``{"inductive": (mean, se), "transductive": (mean, se)}``."""
-        return {"inductive": self._mean_se(self.inductive),
-                "transductive": self._mean_se(self.transductive)}
+        return {"inductive": mean_se(self.inductive), "transductive": mean_se(self.transductive)}
 
 
 def _load() -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +110,7 @@ def _accuracy(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _trial(cfg: DemoConfig, x: np.ndarray, y: np.ndarray, seed: int,
-           report: Callable[[str, float, float], None]) -> dict[str, tuple[float, float]]:
+           report: Callable[[str], None]) -> dict[str, tuple[float, float]]:
     split = simulate.simulate_pue(x, y, exposure_rate=cfg.exposure_rate, split=cfg.split,
                                   n_test=cfg.n_test, seed=seed)
     prior_y = float(np.mean(np.concatenate([split.y_pu, split.y_e])))
@@ -132,7 +126,7 @@ def _trial(cfg: DemoConfig, x: np.ndarray, y: np.ndarray, seed: int,
         model.fit(ds, epochs=cfg.epochs, verbose=0, shuffle=False)
         out[method] = (_accuracy(model, split.x_test, split.y_test),
                        _accuracy(model, x_unk, y_unk))
-        report(method, *out[method])
+        report(f"seed {seed} {method}: accuracy {out[method][0]:.3f}")
     return out
 
 
@@ -147,23 +141,12 @@ def run_demo(cfg: DemoConfig = DemoConfig(), *, progress: TextIO | None = sys.st
         One :class:`MethodScore` per method, in ``cfg.methods`` order.
     """
     x, y = _load()
-    total, done, start = cfg.seeds * len(cfg.methods), 0, time.monotonic()
+    bar = Progress(cfg.seeds * len(cfg.methods), stream=progress)
     results: dict[str, list[tuple[float, float]]] = {m: [] for m in cfg.methods}
-
-    def report(method: str, ind: float, trans: float) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            bar = "#" * (20 * done // total)
-            progress.write(f"\r[{bar:<20}] {done}/{total} seed {seed} {method:<6} "
-                           f"acc {ind:.3f}  {time.monotonic() - start:5.1f}s")
-            progress.flush()
-
     for seed in range(cfg.seeds):
-        for method, accs in _trial(cfg, x, y, seed, report).items():
+        for method, accs in _trial(cfg, x, y, seed, bar.step).items():
             results[method].append(accs)
-    if progress is not None:
-        progress.write("\n")
+    bar.close()
     return [MethodScore(m, tuple(a for a, _ in r), tuple(t for _, t in r))
             for m, r in results.items()]
 
@@ -178,10 +161,6 @@ def format_table(scores: list[MethodScore], cfg: DemoConfig) -> str:
     """
     head = (f"breast_cancer PUE demo: {cfg.seeds} trials, exposure rate "
             f"{cfg.exposure_rate}, split {cfg.split}, {cfg.epochs} epochs "
-            "(nnPU gets the true class prior: an oracle input)\n\n"
-            "| method | inductive accuracy | transductive accuracy |\n|---|---|---|")
-    rows = []
-    for s in scores:
-        (im, ise), (tm, tse) = s.summary()["inductive"], s.summary()["transductive"]
-        rows.append(f"| {s.method} | {im:.3f} ± {ise:.3f} | {tm:.3f} ± {tse:.3f} |")
-    return "\n".join([head, *rows])
+            "(nnPU gets the true class prior: an oracle input)\n\n")
+    rows = [[s.method, cell(s.inductive), cell(s.transductive)] for s in scores]
+    return head + markdown_table(["method", "inductive accuracy", "transductive accuracy"], rows)

@@ -1,0 +1,282 @@
+"""``adpue-tf bench linear``: the paper's Table 1 with linear models.
+
+For each LIBSVM data set and split ratio ``α``, each trial (seed ``t``) draws
+exposure with the paper's mechanism (``θ(e=1)`` = ``exposure_rate``), holds out
+300 test rows and splits the rest ``α : (1-α)`` into PU and E parts (PUE) or PU
+and SSE parts (3SE), as :mod:`adpue_tf.simulate` does. All trials of a setting
+are fitted at once with :func:`adpue_tf.batched.fit_linear` (full-batch Adam;
+see there why this reaches the same optimum as one trial at a time).
+
+Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
+class prior ``π_y`` of the data set: an *oracle* input), EM (SAR-EM, Bekker &
+Davis 2018), Ratio (``q̂/θ̂``), ADPUE (nnPUE), and pulearn's Elkan–Noto
+classifier as an external peer when pulearn is installed. 3SE: ADS, PNU (oracle
+``π_y``, ``η`` = ``pnu_eta``), AD3SE (``α`` = ``ad3se_alpha``).
+
+Training: every method's linear model carries the same L2 penalty
+(``l2``). Without it, the risks with a negative term (uPU, nnPU, ADPUE,
+AD3SE) run away on these small training sets (a few hundred rows, up to 300
+features): a linear model finds directions where the E rows (or P rows) and
+the PU rows differ by sampling noise and pushes the logits along them; with
+the paper's plain ``max`` the correction then lets ``R+`` drive every logit
+up (everything predicted positive). We observed that in full-batch runs
+without the penalty; the penalty and Kiryo's ``γ`` step are our stand-ins for
+the implicit regularisation of the paper's (unstated) training schedule.
+
+Accuracy: inductive on the test rows, transductive on the training rows whose
+label is hidden (PU rows with ``W = 0``, and every E row in PUE or SSE row with
+``E = 0`` in 3SE). Reported as mean ± standard error over the trials.
+
+Example:
+    >>> from adpue_tf.bench_linear import LinearBenchConfig
+    >>> LinearBenchConfig(trials=2).alphas
+    (0.3, 0.5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+from adpue_tf import batched, risks, simulate
+from adpue_tf.baselines import sar_em_posterior
+from adpue_tf.labels import Source
+
+__all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods"]
+
+PUE_METHODS = ("Logit", "uPU", "nnPU", "EM", "Ratio", "ADPUE")
+#: Columns the SAR-EM propensity sees: x2..x13, the inputs of the exposure formula.
+PROPENSITY_FEATURES = list(range(1, 13))
+SSE_METHODS = ("ADS", "PNU", "AD3SE")
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearBenchConfig:
+    """Settings of the linear benchmark.
+
+    Attributes:
+        trials: trials per setting (seeds ``seed .. seed+trials-1``), >= 2.
+        alphas: split ratios ``α`` (share of the PU part), each in (0, 1).
+        datasets: LIBSVM data set names.
+        exposure_rate: target ``θ(e=1)`` of the exposure mechanism.
+        n_test: held-out rows per trial.
+        steps: full-batch Adam steps per fit.
+        learning_rate: Adam's learning rate.
+        em_iterations: EM rounds of SAR-EM.
+        l2: L2 penalty on the weights of every linear model (regularised
+            logistic regression; without it the PU-type risks run away on the
+            small training sets: see the module docstring).
+        gamma: step of the non-negative correction for nnPU, ADPUE and AD3SE
+            (1.0: Kiryo et al.'s default; None: the paper's plain max).
+        pnu_eta: PNU's ``η``.
+        ad3se_alpha: AD3SE's ``α``.
+        seed: first seed.
+        data_dir: where the LIBSVM files are (default: see :mod:`adpue_tf.datasets`).
+    """
+
+    trials: int = 100
+    alphas: tuple[float, ...] = (0.3, 0.5)
+    datasets: tuple[str, ...] = ("australian", "w8a", "covtype", "mushrooms", "german")
+    exposure_rate: float = 0.5
+    n_test: int = 300
+    steps: int = 200
+    learning_rate: float = 0.05
+    em_iterations: int = 10
+    l2: float = 1e-2
+    gamma: float | None = 1.0
+    pnu_eta: float = 0.5
+    ad3se_alpha: float = 0.5
+    seed: int = 0
+    data_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trials, int) or self.trials < 2:
+            raise ValueError(
+                f"`trials` must be an int >= 2 to report a standard error, got {self.trials!r}.")
+        for a in self.alphas:
+            if not 0.0 < float(a) < 1.0:
+                raise ValueError(f"`alphas` must lie in (0, 1), got {a!r}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stack:
+    """One setting's trials, stacked: training rows, test rows, hidden truth."""
+
+    x: np.ndarray          # (T, n, d) training features
+    y: np.ndarray          # (T, n, 3) packed labels
+    hidden: np.ndarray     # (T, n) true Y of the training rows
+    unknown: np.ndarray    # (T, n) bool: label not observed
+    x_test: np.ndarray     # (T, n_test, d)
+    y_test: np.ndarray     # (T, n_test)
+
+
+def _stack_pue(x: np.ndarray, y: np.ndarray, cfg: LinearBenchConfig, alpha: float) -> _Stack:
+    parts = []
+    for t in range(cfg.trials):
+        s = simulate.simulate_pue(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
+                                  n_test=cfg.n_test, seed=cfg.seed + t)
+        n_pu, n_e = len(s.w_pu), len(s.e_e)
+        lab = np.zeros((n_pu + n_e, 3), np.float32)
+        lab[:n_pu, 0], lab[n_pu:, 1], lab[n_pu:, 2] = s.w_pu, s.e_e, int(Source.E)
+        unknown = np.concatenate([s.w_pu == 0, np.ones(n_e, bool)])
+        parts.append((np.concatenate([s.x_pu, s.x_e]), lab, np.concatenate([s.y_pu, s.y_e]),
+                      unknown, s.x_test, s.y_test))
+    return _Stack(*(np.stack(p) for p in zip(*parts)))
+
+
+def _stack_3se(x: np.ndarray, y: np.ndarray, cfg: LinearBenchConfig, alpha: float) -> _Stack:
+    parts = []
+    for t in range(cfg.trials):
+        s = simulate.simulate_3se(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
+                                  n_test=cfg.n_test, seed=cfg.seed + t)
+        n_pu, n_sse = len(s.w_pu), len(s.w_sse)
+        lab = np.zeros((n_pu + n_sse, 3), np.float32)
+        lab[:n_pu, 0] = s.w_pu
+        lab[n_pu:, 0], lab[n_pu:, 1], lab[n_pu:, 2] = s.w_sse, s.e_sse, int(Source.SSE)
+        unknown = np.concatenate([s.w_pu == 0, s.e_sse == 0])
+        parts.append((np.concatenate([s.x_pu, s.x_sse]), lab, np.concatenate([s.y_pu, s.y_sse]),
+                      unknown, s.x_test, s.y_test))
+    return _Stack(*(np.stack(p) for p in zip(*parts)))
+
+
+def _accuracies(st: _Stack, score: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Per-trial (inductive, transductive) accuracies; ``score > 0`` predicts Y = 1.
+
+    A trial whose scores are NaN (the method failed on it) gets NaN accuracies.
+    """
+    s_test, s_train = score(st.x_test), score(st.x)
+    ind = np.mean((s_test > 0) == (st.y_test == 1), axis=1)
+    trans = np.array([np.mean((s_train[t] > 0)[st.unknown[t]] == (st.hidden[t][st.unknown[t]] == 1))
+                      for t in range(len(st.x))])
+    failed = np.isnan(s_test).any(axis=1)
+    return np.where(failed, np.nan, ind), np.where(failed, np.nan, trans)
+
+
+def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, y: Any = None,
+         **kw: Any) -> batched.LinearFit:
+    return batched.fit_linear(st.x, st.y if y is None else y, risk, steps=cfg.steps,
+                              learning_rate=cfg.learning_rate, l2=cfg.l2, **kw)
+
+
+def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
+    """q̂(w=1|x) from the PU rows, θ̂(e=1|x) from the E rows; score = q̂/θ̂ - 1/2."""
+    q = _fit(st, risks.logit, cfg)
+    is_e = st.y[..., 2] == int(Source.E)
+    y_theta = np.zeros_like(st.y)
+    y_theta[..., 0] = st.y[..., 1]  # E as the label of a PU-type row
+    theta = _fit(st, risks.logit, cfg, y=y_theta, sample_weight=is_e.astype(np.float32))
+
+    def score(x: np.ndarray) -> np.ndarray:
+        sq, st_ = 1 / (1 + np.exp(-q.logits(x))), 1 / (1 + np.exp(-theta.logits(x)))
+        return np.clip(sq / np.maximum(st_, 1e-6), 0.0, 1.0) - 0.5
+    return score
+
+
+def _sar_em(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
+    """SAR-EM (Bekker & Davis 2018) on the PU rows, all trials at once.
+
+    Mirrors :class:`adpue_tf.baselines.SAREM`: a class-balanced naive start,
+    then EM rounds whose M-steps continue from the previous weights. The
+    propensity model sees the 12 features the exposure formula reads (x2..x13):
+    SAR-EM needs the propensity's attributes restricted, or the likelihood,
+    which depends on ``f·e`` only, cannot tell the classifier from the
+    propensity.
+    """
+    pu = (st.y[..., 2] == int(Source.PU)).astype(np.float32)
+    s = st.y[..., 0]
+    sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    xp = np.ascontiguousarray(st.x[..., PROPENSITY_FEATURES])
+    x2 = np.concatenate([st.x, st.x], axis=1)            # soft target P as two weighted rows
+    y2 = np.zeros(x2.shape[:2] + (3,), np.float32)
+    y2[:, : st.x.shape[1], 0] = 1.0
+    pl = (s * pu).sum(1, keepdims=True) / pu.sum(1, keepdims=True)
+    clf = _fit(st, risks.logit, cfg, sample_weight=pu * (s * (1 - pl) + (1 - s) * pl))
+    f = sig(clf.logits(st.x))
+    prop = batched.fit_linear(xp, st.y, risks.logit, steps=cfg.steps, l2=cfg.l2,
+                              learning_rate=cfg.learning_rate, sample_weight=pu * (s + (1 - s) * f))
+    half = max(cfg.steps // 4, 1)
+    for _ in range(cfg.em_iterations):
+        post = sar_em_posterior(f, sig(prop.logits(xp)), s)
+        prop = batched.fit_linear(xp, st.y, risks.logit, init=prop, steps=half, l2=cfg.l2,
+                                  learning_rate=cfg.learning_rate, sample_weight=pu * post)
+        clf = batched.fit_linear(x2, y2, risks.logit, init=clf, steps=half, l2=cfg.l2,
+                                 learning_rate=cfg.learning_rate,
+                                 sample_weight=np.concatenate([post * pu, (1 - post) * pu], 1))
+        f = sig(clf.logits(st.x))
+    return clf.logits
+
+
+def _elkan_noto(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
+    from pulearn import ElkanotoPuClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    models: list[Any] = []
+    for t in range(len(st.x)):
+        pu = st.y[t, :, 2] == int(Source.PU)
+        clf = ElkanotoPuClassifier(LogisticRegression(max_iter=1000), hold_out_ratio=0.1,
+                                   random_state=cfg.seed + t)
+        try:
+            clf.fit(st.x[t][pu], st.y[t, pu, 0].astype(int))
+        except ValueError:  # e.g. no labelled positive in its hold-out set: trial fails
+            clf = None
+        models.append(clf)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        return np.stack([m.predict_proba(x[t])[:, 1] - 0.5 if m is not None
+                         else np.full(x.shape[1], np.nan) for t, m in enumerate(models)])
+    return score
+
+
+def external_methods() -> tuple[str, ...]:
+    """External peers that are installed: ``("ElkanNoto",)`` with pulearn, else ``()``."""
+    try:
+        import pulearn  # noqa: F401
+    except ImportError:
+        return ()
+    return ("ElkanNoto",)
+
+
+def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchConfig,
+                alpha: float, report: Callable[[str], None] = lambda m: None,
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every method on one data set and split ratio.
+
+    Args:
+        x: features ``(n, d)`` with ``d >= 13``.
+        y: true labels ``(n,)``.
+        prior_y: the oracle class prior ``π_y`` for uPU, nnPU and PNU.
+        cfg: the settings.
+        alpha: the split ratio.
+        report: called with each method's name when it is done (progress).
+
+    Returns:
+        ``{method: (inductive accuracies, transductive accuracies)}``, one
+        entry per trial in each array.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    pue = _stack_pue(x, y, cfg, alpha)
+    fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
+        "Logit": lambda: _fit(pue, risks.logit, cfg).logits,
+        "uPU": lambda: _fit(pue, risks.upu, cfg, prior=prior_y).logits,
+        "nnPU": lambda: _fit(pue, risks.nnpu, cfg, prior=prior_y, gamma=cfg.gamma).logits,
+        "EM": lambda: _sar_em(pue, cfg),
+        "Ratio": lambda: _ratio(pue, cfg),
+        "ADPUE": lambda: _fit(pue, risks.nnpue, cfg, gamma=cfg.gamma).logits,
+        "ElkanNoto": lambda: _elkan_noto(pue, cfg),
+    }
+    for name in PUE_METHODS + external_methods():
+        out[name] = _accuracies(pue, fits[name]())
+        report(name)
+    sse = _stack_3se(x, y, cfg, alpha)
+    fits3 = {
+        "ADS": lambda: _fit(sse, risks.ads, cfg).logits,
+        "PNU": lambda: _fit(sse, risks.pnu, cfg, prior=prior_y, eta=cfg.pnu_eta).logits,
+        "AD3SE": lambda: _fit(sse, risks.ad3se, cfg, alpha=cfg.ad3se_alpha,
+                              gamma=cfg.gamma).logits,
+    }
+    for name in SSE_METHODS:
+        out[name] = _accuracies(sse, fits3[name]())
+        report(name)
+    return out
