@@ -77,6 +77,8 @@ class NeuralBenchConfig:
         for r in self.ratios:
             if not 0.0 < float(r) < 1.0:
                 raise ValueError(f"`ratios` must lie in (0, 1), got {r!r}.")
+        if self.rows is not None and self.rows <= self.n_test:
+            raise ValueError(f"`rows` ({self.rows}) must exceed `n_test` ({self.n_test}).")
 
 
 def build_network(input_shape: tuple[int, ...]) -> keras.Model:

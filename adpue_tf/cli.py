@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="separate ratios")
     neural.add_argument("--rows", type=int, default=None,
                         help="use a seeded subsample of this many rows (CPU runs)")
+    neural.add_argument("--n-test", type=int, default=10_000, help="held-out test rows")
     return parser
 
 
@@ -82,6 +83,7 @@ def _bench(args: argparse.Namespace) -> int:
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
     else:
         cfg = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
+                                n_test=args.n_test,
                                 datasets=args.datasets or bench.NEURAL_DATASETS, **common)
         path = bench.run_neural(cfg, args.out, strict=strict, progress=stream)
     print(path.read_text())
