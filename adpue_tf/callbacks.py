@@ -37,8 +37,9 @@ class RefreshDagger(keras.callbacks.Callback):
     refresh.
 
     Steps are counted by the optimizer's ``iterations`` and epochs by Keras's
-    absolute epoch index, so a run resumed by ``BackupAndRestore`` refreshes at
-    the same points as an uninterrupted one.
+    absolute epoch index (and the epoch of the last refresh is saved with the
+    model), so a run resumed by ``BackupAndRestore`` refreshes at the same
+    points as an uninterrupted one, whatever the order of the callbacks.
 
     Args:
         every_n_epochs: refresh after every ``n``-th epoch (default 1).
@@ -95,9 +96,22 @@ class RefreshDagger(keras.callbacks.Callback):
         if self._iterations() // n > self._step_before // n:
             self.model.refresh_dagger()
 
-    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-        if self.every_n_epochs is not None and (epoch + 1) % self.every_n_epochs == 0:
+    def _refresh_for_epoch(self, done: int) -> None:
+        """Refresh once after ``done`` epochs when the period says so (not twice)."""
+        n = self.every_n_epochs
+        if n is None or done <= 0 or done % n:
+            return
+        if int(keras.ops.convert_to_numpy(self.model._refresh_epoch)) < done:
             self.model.refresh_dagger()
+            self.model._refresh_epoch.assign(done)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        # A run resumed by BackupAndRestore may have saved epoch `epoch` before
+        # this callback refreshed at its end (callback order): catch up.
+        self._refresh_for_epoch(epoch)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self._refresh_for_epoch(epoch + 1)
 
     def get_config(self) -> dict[str, Any]:
         return {"every_n_epochs": self.every_n_epochs, "every_n_steps": self.every_n_steps}

@@ -34,6 +34,7 @@ from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 
 __all__ = [
+    "RiskTracker",
     "RISK_METRIC_NAMES",
     "RiskMetric",
     "SourceMetric",
@@ -251,6 +252,43 @@ def exposed_accuracy(from_logits: bool = False, *,
     """
     acc = keras.metrics.BinaryAccuracy(threshold=0.0 if from_logits else 0.5)
     return SourceMetric(acc, sources=[Source.SSE], label="w", exposed_only=True, name=name)
+
+
+@_register
+class RiskTracker(keras.metrics.Metric):
+    """Means over steps of all four parts of :class:`RiskTerms` in one metric.
+
+    ``update_state(terms)`` takes the terms already computed for the step (one
+    ``assign_add`` on a ``(4,)`` total, not four metrics); ``result()`` is a
+    dict keyed by :data:`RISK_METRIC_NAMES`, which Keras logs as separate
+    entries. Used by :class:`adpue_tf.DebiasedModel`.
+
+    Example:
+        >>> import numpy as np, adpue_tf as adp
+        >>> y = adp.pack_labels(adp.Source.PU, w=[1, 0])
+        >>> t = adp.ADPUELoss(from_logits=True).terms(y, np.zeros((2, 1), "float32"))
+        >>> tracker = RiskTracker()
+        >>> tracker.update_state(t)
+        >>> round(float(tracker.result()["r_pos"]), 4)
+        0.3466
+    """
+
+    def __init__(self, name: str = "risk_parts", dtype: Any = None) -> None:
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_variable(shape=(4,), initializer="zeros", name="total")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, terms: Any, sample_weight: Any = None) -> None:
+        parts = ops.stack([ops.cast(getattr(terms, p), "float32") for p in RISK_METRIC_NAMES])
+        self.total.assign_add(parts)
+        self.count.assign_add(1.0)
+
+    def result(self) -> dict[str, Any]:
+        mean = ops.divide_no_nan(self.total, self.count)
+        return {name: mean[i] for i, name in enumerate(RISK_METRIC_NAMES.values())}
+
+    def get_config(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype}
 
 
 @_register

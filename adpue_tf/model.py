@@ -44,7 +44,7 @@ from keras import ops
 
 from adpue_tf._batch import num_replicas, to_logits
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.metrics import RISK_METRIC_NAMES
+from adpue_tf.metrics import RiskTracker
 
 __all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 
@@ -124,8 +124,13 @@ class DebiasedModel(keras.Model):
                                      name="dagger_mode")
         self._refreshes = self.add_weight(shape=(), dtype="int32", trainable=False,
                                           initializer="zeros", name="refreshes")
-        self.risk_trackers = {part: keras.metrics.Mean(name=name)
-                              for part, name in RISK_METRIC_NAMES.items()}
+        # Last epoch count at which RefreshDagger refreshed: lets a resumed run
+        # catch up a refresh whose epoch was backed up before it happened.
+        self._refresh_epoch = self.add_weight(shape=(), dtype="int32", trainable=False,
+                                              initializer="zeros", name="refresh_epoch")
+        self.risk_tracker = RiskTracker(name="risk_parts")
+        if net.built and getattr(net, "inputs", None):
+            self.build(tuple(net.inputs[0].shape))
 
     # -- the f† state --------------------------------------------------------
     @property
@@ -222,8 +227,7 @@ class DebiasedModel(keras.Model):
         if loss.uses_dagger and y.shape[-1] == 3:
             y = ops.concatenate([y, self._dagger(x, y_pred)], axis=1)
         terms = loss.terms(y, y_pred, sample_weight)
-        for part, tracker in self.risk_trackers.items():
-            tracker.update_state(getattr(terms, part))
+        self.risk_tracker.update_state(terms)
         total = terms.loss
         if self.losses:
             extra = ops.sum([ops.cast(v, "float32") for v in self.losses])

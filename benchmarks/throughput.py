@@ -1,0 +1,278 @@
+"""Training throughput of the debiased losses against plain binary cross-entropy.
+
+Trains the same MLP (``dim``-64-64-1, ReLU) on the same synthetic PUE batches
+(:func:`adpue_tf.synthetic.synthetic_pue` packed by
+:func:`adpue_tf.data.pue_dataset`) in one process, with:
+
+* ``bce``: ``keras.losses.BinaryCrossentropy`` on ``W`` (a plain model fed
+  ``y[:, :1]`` through ``Dataset.map``): the reference;
+* ``adpue``: ``adp.ADPUELoss`` (direct minimisation) on a plain model;
+* ``debiased``: ``adp.DebiasedModel`` + ``adp.RefreshDagger(every_n_epochs=1)``
+  (alternate learning: ``f†`` from the frozen snapshot, one refresh per epoch);
+* ``adpue_metrics`` (optional, ``--variants``): ``adpue`` plus
+  ``adp.metrics.risk_metrics`` (what a plain model needs to log R+/R-).
+
+Each timed unit is one epoch of ``--steps`` steps, measured from the epoch's
+start to its end (after the epoch-end refresh), so ``fit``'s set-up is
+excluded. The variants take turns (round robin) so that drifting machine load
+affects them alike; the first ``--warmup`` epochs of each (tracing, tf.data
+start-up) are not counted; the report gives the median of ``--repeats``
+epochs in steps/s and the ratio to ``bce``.
+
+Usage::
+
+    python benchmarks/throughput.py                      # CPU, float32, graph mode
+    python benchmarks/throughput.py --jit --steps 300 --repeats 7
+    python benchmarks/throughput.py --mixed              # mixed_float16 (GPU)
+
+Writes ``benchmarks/results/throughput.md`` (``--out``) and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+import tensorflow as tf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import adpue_tf as adp
+from adpue_tf import metrics, synthetic
+
+#: Minimum throughput relative to ``bce`` (the targets of benchmarks/README.md).
+TARGETS = {"adpue": 0.95, "debiased": 0.85}
+VARIANTS = ("bce", "adpue", "debiased", "adpue_metrics")
+DESCRIPTIONS = {
+    "bce": "plain model, keras BinaryCrossentropy on W (y[:, :1] via Dataset.map)",
+    "adpue": "plain model, ADPUELoss (direct minimisation)",
+    "debiased": "DebiasedModel + RefreshDagger(every_n_epochs=1)",
+    "adpue_metrics": "plain model, ADPUELoss + adp.metrics.risk_metrics",
+}
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    """Wall and process CPU time of each epoch.
+
+    Last in the callback list, so an epoch's time includes the epoch-end
+    callbacks (the refresh). CPU time (all threads of this process, tf.data
+    included) is insensitive to other processes competing for the cores.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[tuple[float, float]] = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = (time.perf_counter(), time.process_time())
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.times.append((time.perf_counter() - self._start[0],
+                           time.process_time() - self._start[1]))
+
+
+def _mlp(dim: int, seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((dim,)),
+                             keras.layers.Dense(64, activation="relu"),
+                             keras.layers.Dense(64, activation="relu"),
+                             keras.layers.Dense(1)])
+
+
+class _Run:
+    """One variant: its model, dataset and callbacks, fitted one epoch at a time."""
+
+    def __init__(self, name: str, args: argparse.Namespace, data) -> None:
+        self.name = name
+        ds = adp.data.pue_dataset(data.x_pu, data.w_pu, data.x_e, data.e_e,
+                                  batch_size=args.batch_size, seed=0,
+                                  steps_per_epoch=args.steps)
+        net = _mlp(args.dim, seed=0)
+        optimizer = keras.optimizers.Adam(1e-3)
+        self.callbacks: list[keras.callbacks.Callback] = []
+        if name == "bce":
+            self.ds = ds.map(lambda x, y: (x, y[:, :1]), num_parallel_calls=tf.data.AUTOTUNE)
+            self.model = net
+            net.compile(optimizer, loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                        jit_compile=args.jit)
+        elif name in ("adpue", "adpue_metrics"):
+            self.ds, self.model = ds, net
+            loss = adp.ADPUELoss(from_logits=True)
+            net.compile(optimizer, loss=loss, jit_compile=args.jit,
+                        metrics=metrics.risk_metrics(loss) if name == "adpue_metrics" else None)
+        elif name == "debiased":
+            self.ds = ds
+            self.model = adp.DebiasedModel(net)
+            self.model.compile(optimizer, loss=adp.ADPUELoss(from_logits=True),
+                               jit_compile=args.jit)
+            self.callbacks.append(adp.RefreshDagger(every_n_epochs=1))
+        else:
+            raise ValueError(f"unknown variant {name!r}; choose from {VARIANTS}")
+        self.timer = _EpochTimer()
+        self.epoch = 0
+
+    def epoch_once(self) -> tuple[float, float]:
+        self.model.fit(self.ds, initial_epoch=self.epoch, epochs=self.epoch + 1, verbose=0,
+                       callbacks=[*self.callbacks, self.timer])
+        self.epoch += 1
+        return self.timer.times[-1]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _machine() -> dict[str, str]:
+    gpus = tf.config.list_physical_devices("GPU")
+    gpu_names = []
+    for g in gpus:
+        details = tf.config.experimental.get_device_details(g)
+        gpu_names.append(details.get("device_name", g.name))
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {
+        "CPU": _cpu_model(),
+        "CPU cores (logical, usable)": f"{os.cpu_count()}, {usable}",
+        "GPU": ", ".join(gpu_names) or "none",
+        "Python": platform.python_version(),
+        "TensorFlow": tf.__version__,
+        "Keras": keras.__version__,
+        "adpue_tf": adp.__version__,
+        "Date (UTC)": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def measure(args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
+    """(wall, CPU) epoch times of each variant, round robin; warm-up epochs dropped."""
+    if args.mixed:
+        keras.mixed_precision.set_dtype_policy(args.mixed)
+    try:
+        data = synthetic.synthetic_pue(args.rows, args.rows, dim=args.dim, seed=0)
+        runs = [_Run(name, args, data) for name in args.variants]
+        times: dict[str, list[tuple[float, float]]] = {r.name: [] for r in runs}
+        for i in range(args.warmup + args.repeats):
+            for run in runs:
+                t = run.epoch_once()
+                if i >= args.warmup:
+                    times[run.name].append(t)
+            if args.verbose:
+                print(f"round {i + 1}: " + ", ".join(
+                    f"{r.name} {args.steps / r.timer.times[-1][0]:.0f}/s" for r in runs),
+                    flush=True)
+        return times
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+
+
+def summarise(args: argparse.Namespace, times) -> dict[str, dict[str, float]]:
+    """Median steps/s and the ratios to ``bce`` of each variant."""
+    med = statistics.median
+    out = {}
+    base_wall = [w for w, _ in times["bce"]]
+    base_cpu = med(c for _, c in times["bce"])
+    base_rate = med(args.steps / w for w in base_wall)
+    for name, pairs in times.items():
+        wall = [w for w, _ in pairs]
+        rates = [args.steps / w for w in wall]
+        out[name] = {
+            "rate": med(rates), "min": min(rates), "max": max(rates),
+            "ratio": med(rates) / base_rate,
+            # epochs of the same round ran back to back under similar load
+            "paired": med(b / w for b, w in zip(base_wall, wall)),
+            "cpu_ms": 1000 * med(c for _, c in pairs) / args.steps,
+            "cpu_ratio": base_cpu / med(c for _, c in pairs),
+        }
+    return out
+
+
+def report(args: argparse.Namespace, times) -> str:
+    stats = summarise(args, times)
+    lines = ["# Training throughput: debiased losses vs. binary cross-entropy", "",
+             "Generated by `python benchmarks/throughput.py"
+             + "".join(f" {a}" for a in sys.argv[1:]) + "`; see benchmarks/README.md.", "",
+             "## Machine", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in _machine().items()]
+    lines += ["", "## Settings", "", "| | |", "|---|---|",
+              f"| model | MLP {args.dim}-64-64-1 (ReLU), Adam(1e-3) |",
+              (f"| data | synthetic_pue({args.rows}, {args.rows}, dim={args.dim}), "
+              f"pue_dataset(batch_size={args.batch_size}, seed=0) |"),
+              f"| steps per timed epoch | {args.steps} |",
+              (f"| warm-up epochs / timed epochs per variant | {args.warmup} / {args.repeats} "
+              "(round robin) |"),
+              f"| jit_compile | {args.jit} |",
+              f"| dtype policy | {args.mixed or 'float32'} |", "",
+              "## Results", "",
+              ("Ratio to bce: median steps/s over median bce steps/s (the target's "
+              "measure); paired: median over rounds of the bce/variant epoch-time "
+              "ratio; CPU: process CPU time per step (all threads), robust to other "
+              "load on the machine."), "",
+              ("| variant | median steps/s | min–max | ratio to bce | paired | CPU ms/step "
+              "| CPU ratio | target | |"),
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name in args.variants:
+        s, target = stats[name], TARGETS.get(name)
+        verdict = "" if target is None else ("met" if s["ratio"] >= target else "**missed**")
+        lines.append(
+            f"| `{name}`: {DESCRIPTIONS[name]} | {s['rate']:.1f} | "
+            f"{s['min']:.0f}–{s['max']:.0f} | {s['ratio']:.3f} | {s['paired']:.3f} | "
+            f"{s['cpu_ms']:.2f} | {s['cpu_ratio']:.3f} | "
+            f"{'' if target is None else f'≥ {target:.2f}'} | {verdict} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=200, help="steps per timed epoch (200)")
+    p.add_argument("--repeats", type=int, default=7, help="timed epochs per variant (7, >= 5)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed epochs per variant (2)")
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--dim", type=int, default=32, help="number of features (32)")
+    p.add_argument("--rows", type=int, default=50_000, help="rows of each of PU and E")
+    p.add_argument("--jit", action="store_true", help="compile with jit_compile=True (XLA)")
+    p.add_argument("--mixed", nargs="?", const="mixed_float16", default=None,
+                   metavar="POLICY", help="mixed precision policy (default mixed_float16)")
+    p.add_argument("--variants", default="bce,adpue,debiased",
+                   help=f"comma-separated, from {','.join(VARIANTS)}; bce first")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "throughput.md"))
+    p.add_argument("--verbose", action="store_true", help="print each round")
+    args = p.parse_args(argv)
+    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.repeats < 5:
+        p.error("--repeats must be at least 5")
+    bad = [v for v in args.variants if v not in VARIANTS]
+    if bad or "bce" not in args.variants:
+        p.error(f"--variants must include bce and come from {VARIANTS}; got {args.variants}")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    times = measure(args)
+    text = report(args, times)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
