@@ -68,6 +68,12 @@ class RefreshDagger(keras.callbacks.Callback):
         if self.every_n_epochs is None and self.every_n_steps is None:
             raise ValueError("Give `every_n_epochs` or `every_n_steps`.")
         self._step_before = 0
+        # Keras dispatches batch-end hooks off the training thread only for
+        # callbacks that say they are safe; otherwise it waits for every step's
+        # logs, which stalls the input pipeline. Epoch-period refreshes happen
+        # at epoch ends (after Keras flushes pending hooks), so they are safe;
+        # step-period refreshes must see each step in order.
+        self.async_safe = self.every_n_steps is None
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         from adpue_tf.model import DebiasedModel
