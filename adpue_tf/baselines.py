@@ -175,9 +175,6 @@ class _KerasBaseline:
         x = _check_x("x", x, self.n_features_)
         return self._proba(getattr(self, model_attr), x if cols is None else x[:, cols])
 
-    def predict_proba(self, x: Any) -> np.ndarray:  # pragma: no cover - overridden
-        raise NotImplementedError
-
     def predict(self, x: Any) -> np.ndarray:
         """Hard labels ``predict_proba(x) > 0.5`` as 0/1 integers, shape ``(n,)``."""
         return (self.predict_proba(x) > 0.5).astype(np.int64)
