@@ -261,7 +261,8 @@ class RiskTracker(keras.metrics.Metric):
     ``update_state(terms)`` takes the terms already computed for the step (one
     ``assign_add`` on a ``(4,)`` total, not four metrics); ``result()`` is a
     dict keyed by :data:`RISK_METRIC_NAMES`, which Keras logs as separate
-    entries. Used by :class:`adpue_tf.DebiasedModel`.
+    entries. One variable holds the four totals and the step count, so a step
+    costs a single ``assign_add``. Used by :class:`adpue_tf.DebiasedModel`.
 
     Example:
         >>> import numpy as np, adpue_tf as adp
@@ -275,16 +276,15 @@ class RiskTracker(keras.metrics.Metric):
 
     def __init__(self, name: str = "risk_parts", dtype: Any = None) -> None:
         super().__init__(name=name, dtype=dtype)
-        self.total = self.add_variable(shape=(4,), initializer="zeros", name="total")
-        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+        # totals of risk, R+, R-, fired, then the number of steps
+        self.total = self.add_variable(shape=(5,), initializer="zeros", name="total")
 
     def update_state(self, terms: Any, sample_weight: Any = None) -> None:
-        parts = ops.stack([ops.cast(getattr(terms, p), "float32") for p in RISK_METRIC_NAMES])
-        self.total.assign_add(parts)
-        self.count.assign_add(1.0)
+        parts = [ops.cast(getattr(terms, p), "float32") for p in RISK_METRIC_NAMES]
+        self.total.assign_add(ops.stack([*parts, ops.ones((), "float32")]))
 
     def result(self) -> dict[str, Any]:
-        mean = ops.divide_no_nan(self.total, self.count)
+        mean = ops.divide_no_nan(self.total[:4], self.total[4])
         return {name: mean[i] for i, name in enumerate(RISK_METRIC_NAMES.values())}
 
     def get_config(self) -> dict[str, Any]:

@@ -8,9 +8,11 @@ column 3 (``dagger``) of the packed labels from the source of ``f†`` in force,
 without gradient, and the compiled :class:`~adpue_tf.losses.DebiasedLoss` reads
 it.
 
-The source of ``f†`` is a non-trainable variable (``dagger_mode``), so that
-switching it neither retraces nor recompiles the step, and so that it is saved
-with the weights (``.keras`` files and ``BackupAndRestore``):
+The source of ``f†`` is a non-trainable variable (``dagger_mode``), saved with
+the weights (``.keras`` files and ``BackupAndRestore``). Leaving direct mode
+retraces the step once (direct steps skip the snapshot's forward pass);
+switching from the initial guess to the snapshot at a refresh neither retraces
+nor recompiles:
 
 * ``DIRECT`` (0): ``f† = σ(z)`` of the same forward pass, gradient stopped —
   direct minimisation, as with a plain model. The start when the initial
@@ -40,6 +42,7 @@ import numbers
 from typing import Any
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from adpue_tf._batch import num_replicas, to_logits
@@ -147,6 +150,11 @@ class DebiasedModel(keras.Model):
         """Use the initial guess as ``f†`` until the first refresh (if not yet refreshed)."""
         if self.dagger_mode == DIRECT:
             self._mode.assign(INITIAL)
+            # The traced steps read f† from the forward pass (direct mode, no
+            # snapshot pass); trace them once more, now with the snapshot.
+            if getattr(self, "train_function", None) is not None:
+                self.make_train_function(force=True)
+            self.test_function = None
 
     def refresh_dagger(self) -> None:
         """Copy the live weights of ``net`` into the snapshot: one round of Algorithm 1."""
@@ -213,7 +221,14 @@ class DebiasedModel(keras.Model):
         def snapshot() -> Any:
             return prob(self.snapshot(x, training=False))
 
-        dagger = ops.switch(self._mode, [direct, initial, snapshot])
+        with tf.init_scope():  # the mode when tracing: direct or not is static
+            mode = int(ops.convert_to_numpy(self._mode))
+        if mode == DIRECT:
+            dagger = direct()
+        elif self.initial_model is None:  # a constant before the first refresh: no branch
+            dagger = ops.where(ops.equal(self._mode, SNAPSHOT), snapshot(), initial())
+        else:
+            dagger = ops.switch(self._mode - INITIAL, [initial, snapshot])
         return ops.stop_gradient(ops.reshape(dagger, (-1, 1)))
 
     def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
