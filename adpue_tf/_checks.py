@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any
 
@@ -54,3 +56,42 @@ def check_options(**options: Any) -> dict[str, Any]:
             raise ValueError(f"`{name}` must be {allowed}, got {v}.")
         out[name] = v
     return out
+
+
+def check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
+    """``value`` as an int ``>= minimum``; TypeError/ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}{why}, got {value}.")
+    return int(value)
+
+
+def check_choices(name: str, values: Any, check: Callable[[float], bool],
+                  allowed: str) -> list[float]:
+    """Validate a non-empty sequence of distinct finite numbers; return floats."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise ValueError(f"`{name}` must be a non-empty sequence of numbers, got {values!r}.")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"`{name}` must hold finite numbers, got {v!r}.")
+        if not check(float(v)):
+            raise ValueError(f"`{name}` values must be {allowed}, got {v!r}.")
+        out.append(float(v))
+    if len(set(out)) != len(out):
+        raise ValueError(f"`{name}` holds repeated values: {values!r}.")
+    return out
+
+
+def check_shape(name: str, shape: Any) -> tuple[int, ...]:
+    """A feature shape (an int or a tuple of ints) as a tuple of positive ints."""
+    dims = (shape,) if isinstance(shape, numbers.Integral) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"`{name}` must be an int or a tuple of ints, got {shape!r}.") from None
+    if not dims or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1
+                       for d in dims):
+        raise TypeError(f"`{name}` must hold positive ints, got {shape!r}.")
+    return tuple(int(d) for d in dims)

@@ -38,6 +38,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from adpue_tf._checks import check_int
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = ["SAREM", "ModelFactory", "RatioEstimator", "linear_logit"]
@@ -67,14 +68,6 @@ def sar_em_posterior(f: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.ndarray:
         array([1.        , 0.33333333])
     """
     return s + (1 - s) * f * (1 - e) / np.maximum(1 - f * e, 1e-12)
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"`{name}` must be an integer, got {type(value).__name__}.")
-    if value < low:
-        raise ValueError(f"`{name}` must be >= {low}, got {value}.")
-    return int(value)
 
 
 def _check_float(name: str, value: Any, positive: bool, high: float = math.inf) -> float:
@@ -122,11 +115,11 @@ class _KerasBaseline:
             raise TypeError(f"`build_model` must be callable (dim -> keras.Model) or None, "
                             f"got {type(build_model).__name__}.")
         self.build_model = build_model
-        self.epochs = _check_int("epochs", epochs, 1)
-        self.batch_size = _check_int("batch_size", batch_size, 1)
+        self.epochs = check_int("epochs", epochs, 1)
+        self.batch_size = check_int("batch_size", batch_size, 1)
         self.learning_rate = _check_float("learning_rate", learning_rate, positive=True)
-        self.seed = _check_int("seed", seed, 0)
-        self.verbose = _check_int("verbose", verbose, 0)
+        self.seed = check_int("seed", seed, 0)
+        self.verbose = check_int("verbose", verbose, 0)
         self.n_features_: int | None = None
         self._rng = np.random.default_rng(self.seed)
 
@@ -237,15 +230,15 @@ class SAREM(_KerasBaseline):
             if isinstance(propensity_features, (str, bytes)) or not isinstance(
                     propensity_features, (Sequence, np.ndarray)):
                 raise TypeError("`propensity_features` must be a sequence of column indices.")
-            propensity_features = [_check_int("propensity_features", i, 0)
+            propensity_features = [check_int("propensity_features", i, 0)
                                    for i in propensity_features]
             if not propensity_features or len(set(propensity_features)) != len(
                     propensity_features):
                 raise ValueError("`propensity_features` must be non-empty and unique.")
         self.propensity_features = propensity_features
-        self.max_iter = _check_int("max_iter", max_iter, 0)
+        self.max_iter = check_int("max_iter", max_iter, 0)
         self.tol = _check_float("tol", tol, positive=False)
-        self.m_step_epochs = _check_int("m_step_epochs", m_step_epochs, 1)
+        self.m_step_epochs = check_int("m_step_epochs", m_step_epochs, 1)
 
     def fit(self, x: Any, w: Any) -> SAREM:
         """Fit on one-sample PU data.

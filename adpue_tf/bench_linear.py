@@ -42,7 +42,7 @@ import numpy as np
 
 from adpue_tf import batched, risks, simulate
 from adpue_tf.baselines import sar_em_posterior
-from adpue_tf.labels import Source
+from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
 __all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods"]
 
@@ -112,32 +112,26 @@ class _Stack:
     y_test: np.ndarray     # (T, n_test)
 
 
-def _stack_pue(x: np.ndarray, y: np.ndarray, cfg: LinearBenchConfig, alpha: float) -> _Stack:
-    parts = []
-    for t in range(cfg.trials):
-        s = simulate.simulate_pue(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
-                                  n_test=cfg.n_test, seed=cfg.seed + t)
-        n_pu, n_e = len(s.w_pu), len(s.e_e)
-        lab = np.zeros((n_pu + n_e, 3), np.float32)
-        lab[:n_pu, 0], lab[n_pu:, 1], lab[n_pu:, 2] = s.w_pu, s.e_e, int(Source.E)
-        unknown = np.concatenate([s.w_pu == 0, np.ones(n_e, bool)])
-        parts.append((np.concatenate([s.x_pu, s.x_e]), lab, np.concatenate([s.y_pu, s.y_e]),
-                      unknown, s.x_test, s.y_test))
-    return _Stack(*(np.stack(p) for p in zip(*parts)))
+def _trial_rows(s: Any) -> tuple[np.ndarray, ...]:
+    """One split's training rows (PU first), packed labels, hidden Y, unknown mask, test set.
+
+    The second part is the E data of a :class:`~adpue_tf.simulate.PUESplit`
+    (every label hidden) or the SSE data of a 3SE split (labels of unexposed rows hidden).
+    """
+    if isinstance(s, simulate.PUESplit):
+        second = (s.x_e, pack_e(s.e_e), s.y_e, np.ones(len(s.e_e), bool))
+    else:
+        second = (s.x_sse, pack_sse(s.w_sse, s.e_sse), s.y_sse, s.e_sse == 0)
+    first = (s.x_pu, pack_pu(s.w_pu), s.y_pu, s.w_pu == 0)
+    return (*(np.concatenate(p) for p in zip(first, second)), s.x_test, s.y_test)
 
 
-def _stack_3se(x: np.ndarray, y: np.ndarray, cfg: LinearBenchConfig, alpha: float) -> _Stack:
-    parts = []
-    for t in range(cfg.trials):
-        s = simulate.simulate_3se(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
-                                  n_test=cfg.n_test, seed=cfg.seed + t)
-        n_pu, n_sse = len(s.w_pu), len(s.w_sse)
-        lab = np.zeros((n_pu + n_sse, 3), np.float32)
-        lab[:n_pu, 0] = s.w_pu
-        lab[n_pu:, 0], lab[n_pu:, 1], lab[n_pu:, 2] = s.w_sse, s.e_sse, int(Source.SSE)
-        unknown = np.concatenate([s.w_pu == 0, s.e_sse == 0])
-        parts.append((np.concatenate([s.x_pu, s.x_sse]), lab, np.concatenate([s.y_pu, s.y_sse]),
-                      unknown, s.x_test, s.y_test))
+def _stack(simulate_fn: Callable[..., Any], x: np.ndarray, y: np.ndarray,
+           cfg: LinearBenchConfig, alpha: float) -> _Stack:
+    """Every trial of one setting (``simulate_pue`` or ``simulate_3se``), stacked."""
+    parts = [_trial_rows(simulate_fn(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
+                                     n_test=cfg.n_test, seed=cfg.seed + t))
+             for t in range(cfg.trials)]
     return _Stack(*(np.stack(p) for p in zip(*parts)))
 
 
@@ -154,10 +148,12 @@ def _accuracies(st: _Stack, score: Callable[[np.ndarray], np.ndarray]) -> tuple[
     return np.where(failed, np.nan, ind), np.where(failed, np.nan, trans)
 
 
-def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, y: Any = None,
-         **kw: Any) -> batched.LinearFit:
-    return batched.fit_linear(st.x, st.y if y is None else y, risk, steps=cfg.steps,
-                              learning_rate=cfg.learning_rate, l2=cfg.l2, **kw)
+def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, *, x: Any = None,
+         y: Any = None, steps: int | None = None, **kw: Any) -> batched.LinearFit:
+    """All trials' linear models for ``risk`` (``x``/``y`` default to the stack's)."""
+    return batched.fit_linear(st.x if x is None else x, st.y if y is None else y, risk,
+                              steps=steps or cfg.steps, learning_rate=cfg.learning_rate,
+                              l2=cfg.l2, **kw)
 
 
 def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
@@ -194,16 +190,13 @@ def _sar_em(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.nda
     pl = (s * pu).sum(1, keepdims=True) / pu.sum(1, keepdims=True)
     clf = _fit(st, risks.logit, cfg, sample_weight=pu * (s * (1 - pl) + (1 - s) * pl))
     f = sig(clf.logits(st.x))
-    prop = batched.fit_linear(xp, st.y, risks.logit, steps=cfg.steps, l2=cfg.l2,
-                              learning_rate=cfg.learning_rate, sample_weight=pu * (s + (1 - s) * f))
-    half = max(cfg.steps // 4, 1)
+    prop = _fit(st, risks.logit, cfg, x=xp, sample_weight=pu * (s + (1 - s) * f))
+    m_steps = max(cfg.steps // 4, 1)  # M-steps continue from the previous weights
     for _ in range(cfg.em_iterations):
         post = sar_em_posterior(f, sig(prop.logits(xp)), s)
-        prop = batched.fit_linear(xp, st.y, risks.logit, init=prop, steps=half, l2=cfg.l2,
-                                  learning_rate=cfg.learning_rate, sample_weight=pu * post)
-        clf = batched.fit_linear(x2, y2, risks.logit, init=clf, steps=half, l2=cfg.l2,
-                                 learning_rate=cfg.learning_rate,
-                                 sample_weight=np.concatenate([post * pu, (1 - post) * pu], 1))
+        prop = _fit(st, risks.logit, cfg, x=xp, init=prop, steps=m_steps, sample_weight=pu * post)
+        clf = _fit(st, risks.logit, cfg, x=x2, y=y2, init=clf, steps=m_steps,
+                   sample_weight=np.concatenate([post * pu, (1 - post) * pu], 1))
         f = sig(clf.logits(st.x))
     return clf.logits
 
@@ -256,7 +249,7 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         entry per trial in each array.
     """
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    pue = _stack_pue(x, y, cfg, alpha)
+    pue = _stack(simulate.simulate_pue, x, y, cfg, alpha)
     fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
         "Logit": lambda: _fit(pue, risks.logit, cfg).logits,
         "uPU": lambda: _fit(pue, risks.upu, cfg, prior=prior_y).logits,
@@ -269,7 +262,7 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
     for name in PUE_METHODS + external_methods():
         out[name] = _accuracies(pue, fits[name]())
         report(name)
-    sse = _stack_3se(x, y, cfg, alpha)
+    sse = _stack(simulate.simulate_3se, x, y, cfg, alpha)
     fits3 = {
         "ADS": lambda: _fit(sse, risks.ads, cfg).logits,
         "PNU": lambda: _fit(sse, risks.pnu, cfg, prior=prior_y, eta=cfg.pnu_eta).logits,

@@ -8,22 +8,17 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import keras
+
+from adpue_tf._checks import check_int
 
 __all__ = ["RefreshDagger"]
 
 
 def _check_every(name: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int >= 1 or None, got {value!r}.")
-    if value < 1:
-        raise ValueError(f"`{name}` must be >= 1, got {value}.")
-    return int(value)
+    return None if value is None else check_int(name, value, 1)
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")

@@ -43,6 +43,7 @@ from typing import Any, Union
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._checks import check_int
 from adpue_tf._streams import Stream, make_stream
 from adpue_tf.labels import Source
 
@@ -77,7 +78,7 @@ def batch_counts(shares: Sequence[float], batch_size: int) -> list[int]:
         >>> batch_counts([3, 1], 10)
         [8, 2]
     """
-    _check_int("batch_size", batch_size, max(1, len(shares)), " (one row per stream)")
+    check_int("batch_size", batch_size, max(1, len(shares)), " (one row per stream)")
     w = np.array([_check_share(s) for s in shares], dtype=np.float64)
     raw = batch_size * w / w.sum()
     counts = np.floor(raw).astype(int)
@@ -104,14 +105,6 @@ def epoch_length(rows: Sequence[int], counts: Sequence[int]) -> int:
         13
     """
     return max(math.ceil(n / k) for n, k in zip(rows, counts))
-
-
-def _check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"`{name}` must be at least {minimum}{why}, got {value}.")
-    return int(value)
 
 
 def _check_share(value: Any) -> float:
@@ -186,7 +179,7 @@ def _zip(streams: Sequence[Stream], counts: list[int], shuffle: bool,
 def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int | None,
            shuffle: bool, steps_per_epoch: int | None) -> tf.data.Dataset:
     """Validate, count, zip, interleave, cut to one epoch and prefetch."""
-    _check_int("batch_size", batch_size, max(1, len(streams)), " (one row per stream)")
+    check_int("batch_size", batch_size, max(1, len(streams)), " (one row per stream)")
     _check_shapes(streams)
     unknown = [s.name for s in streams if s.rows is None]
     if unknown and (shares is None or steps_per_epoch is None):
@@ -195,10 +188,10 @@ def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int
             "cardinality: pass `shares` and `steps_per_epoch` explicitly."
         )
     if seed is not None:
-        _check_int("seed", seed, -(2**63))
+        check_int("seed", seed, -(2**63))
     counts = batch_counts(_share_weights(shares, streams), batch_size)
     n = (epoch_length([s.rows for s in streams], counts) if steps_per_epoch is None
-         else _check_int("steps_per_epoch", steps_per_epoch, 1))
+         else check_int("steps_per_epoch", steps_per_epoch, 1))
     ds = _zip(streams, counts, bool(shuffle), seed).take(n)
     ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     return ds.prefetch(tf.data.AUTOTUNE)

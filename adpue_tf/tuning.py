@@ -67,7 +67,6 @@ Distributed tuning:
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -76,6 +75,7 @@ import keras
 import keras_tuner
 
 from adpue_tf import losses as losses_lib
+from adpue_tf._checks import check_choices, check_shape
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskMetric, risk_metrics
@@ -88,23 +88,6 @@ _DEFAULT_LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2)
 _DEFAULT_ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 _DEFAULT_BETAS = (0.0, 0.01, 0.1)
 _DEFAULT_GAMMAS = (0.0, 1.0, 0.5)
-
-
-def _choices(name: str, values: Any, check: Callable[[float], bool],
-             allowed: str) -> list[float]:
-    """Validate a non-empty sequence of distinct numbers; return floats."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-        raise ValueError(f"`{name}` must be a non-empty sequence of numbers, got {values!r}.")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise ValueError(f"`{name}` must hold finite numbers, got {v!r}.")
-        if not check(float(v)):
-            raise ValueError(f"`{name}` values must be {allowed}, got {v!r}.")
-        out.append(float(v))
-    if len(set(out)) != len(out):
-        raise ValueError(f"`{name}` holds repeated values: {values!r}.")
-    return out
 
 
 def _default(choices: list[float], preferred: float | None) -> float:
@@ -226,7 +209,7 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         elif not callable(build_net):
             raise TypeError(f"`build_net` must be a callable hp -> keras.Model, got {build_net!r}.")
         self.build_net = build_net
-        self.input_shape = None if input_shape is None else _shape(input_shape)
+        self.input_shape = None if input_shape is None else check_shape("input_shape", input_shape)
 
         for flag_name, flag in (("alternate", alternate), ("tune_beta_gamma", tune_beta_gamma)):
             if not isinstance(flag, bool):
@@ -270,10 +253,10 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             raise ValueError("Give `priors` (a Choice) or `prior_range` (a Float), not both.")
         self.prior = None if prior is None else float(prior)
         self.priors = (None if priors is None else
-                       _choices("priors", priors, lambda v: 0.0 < v < 1.0, "in (0, 1)"))
+                       check_choices("priors", priors, lambda v: 0.0 < v < 1.0, "in (0, 1)"))
         self.prior_range = None
         if prior_range is not None:
-            bounds = _choices("prior_range", prior_range, lambda v: 0.0 < v < 1.0, "in (0, 1)")
+            bounds = check_choices("prior_range", prior_range, lambda v: 0.0 < v < 1.0, "in (0, 1)")
             if len(bounds) != 2 or not bounds[0] < bounds[1]:
                 raise ValueError(f"`prior_range` must be (low, high) with 0 < low < high < 1, "
                                  f"got {prior_range!r}.")
@@ -283,11 +266,11 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             self.prior_range = (low, high)
 
         # -- choices ----------------------------------------------------------
-        self.learning_rates = _choices("learning_rates", learning_rates, lambda v: v > 0,
+        self.learning_rates = check_choices("learning_rates", learning_rates, lambda v: v > 0,
                                        "positive")
-        self.alphas = _choices("alphas", alphas, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
-        self.betas = _choices("betas", betas, lambda v: v >= 0.0, ">= 0")
-        self.gammas = _choices("gammas", gammas, lambda v: 0.0 <= v <= 1.0,
+        self.alphas = check_choices("alphas", alphas, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+        self.betas = check_choices("betas", betas, lambda v: v >= 0.0, ">= 0")
+        self.gammas = check_choices("gammas", gammas, lambda v: 0.0 <= v <= 1.0,
                                "in [0, 1] (0.0 meaning None)")
         self.tunes_alpha = "alpha" in params
         has_correction = "beta" in params and "gamma" in params
@@ -436,17 +419,3 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 callbacks.append(RefreshDagger(every_n_epochs=self.refresh_every))
             arguments["callbacks"] = callbacks
         return model.fit(*bound.args, **bound.kwargs)
-
-
-def _shape(input_shape: Any) -> tuple[int, ...]:
-    """``input_shape`` as a tuple of positive ints."""
-    shape = (input_shape,) if isinstance(input_shape, numbers.Integral) else input_shape
-    try:
-        shape = tuple(shape)
-    except TypeError:
-        raise TypeError(f"`input_shape` must be an int or a tuple of ints, "
-                        f"got {input_shape!r}.") from None
-    if not shape or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1
-                        for d in shape):
-        raise TypeError(f"`input_shape` must hold positive ints, got {input_shape!r}.")
-    return tuple(int(d) for d in shape)
