@@ -4,7 +4,13 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test clean
+.PHONY: demo test test-fast clean
+
+# The paper's LIBSVM files, where the project sits beside shared/ (CI and the
+# benches work offline); elsewhere the loaders use the Keras cache.
+ifneq ($(wildcard ../shared/data/libsvm),)
+export ADPUE_DATA_DIR ?= $(abspath ../shared/data/libsvm)
+endif
 
 # Fashion-MNIST's original IDX files, from Debian's package (for the neural benchmark and its test).
 FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
@@ -27,6 +33,10 @@ $(FMNIST):
 
 test: $(VENV)/.installed $(FMNIST)
 	$(BIN)/python -m pytest -q
+
+# The inner loop: everything but the tests marked slow.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

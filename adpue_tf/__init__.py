@@ -1,7 +1,9 @@
 """adpue_tf: learning ``p(y=1|x)`` from exposed positives and an exposure log.
 
 Keras losses and data builders for ADPUE (Kato et al., "Automatic Debiased
-Learning from Positive, Unlabeled, and Exposure Data").
+Learning from Positive, Unlabeled, and Exposure Data"). This package is the
+library core; :mod:`adpue_tf.experiments` reproduces the paper and is never
+imported by the core.
 
 Example:
     >>> import keras, adpue_tf as adp
@@ -9,7 +11,7 @@ Example:
     >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
 """
 
-from adpue_tf import data, datasets, labels, metrics, risks, simulate, synthetic
+from adpue_tf import data, labels, metrics, risks, synthetic
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.labels import Source, pack_labels
 from adpue_tf.losses import (
@@ -52,12 +54,10 @@ __all__ = [
     "data",
     "export_for_serving",
     "serving_path",
-    "datasets",
     "labels",
     "metrics",
     "pack_labels",
     "risks",
-    "simulate",
     "synthetic",
     "__version__",
 ]

@@ -70,9 +70,9 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from adpue_tf import bench
-    from adpue_tf.bench_linear import LinearBenchConfig
-    from adpue_tf.bench_neural import NeuralBenchConfig
+    from adpue_tf.experiments import bench
+    from adpue_tf.experiments.table1 import LinearBenchConfig
+    from adpue_tf.experiments.table2 import NeuralBenchConfig
 
     strict = args.datasets is not None  # a data set asked for by name must load
     common = dict(trials=args.trials, seed=args.seed, exposure_rate=args.exposure_rate)
@@ -92,7 +92,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from adpue_tf.demo import DemoConfig, format_table, run_demo
+    from adpue_tf.experiments.demo import DemoConfig, format_table, run_demo
 
     cfg = DemoConfig(seeds=args.seeds, epochs=args.epochs,
                      exposure_rate=args.exposure_rate, split=args.split)

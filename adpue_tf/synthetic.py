@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from adpue_tf.labels import check_finite
-from adpue_tf.simulate import _sigmoid
+from adpue_tf._numpy import sigmoid as _sigmoid
 
 __all__ = ["SyntheticData", "SyntheticPUE", "make_synthetic", "synthetic_pue", "synthetic_sse"]
 

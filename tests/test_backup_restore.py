@@ -23,6 +23,8 @@ import adpue_tf as adp
 from adpue_tf import model as model_lib
 from adpue_tf import synthetic
 
+pytestmark = pytest.mark.slow
+
 DIM, EPOCHS, STOP_AFTER = 3, 4, 2
 
 

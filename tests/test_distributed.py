@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow
+
 HELPER = Path(__file__).with_name("dist_step.py")
 ROOT = HELPER.parent.parent
 RTOL, ATOL = 1e-5, 1e-6

@@ -16,6 +16,8 @@ import pytest
 import adpue_tf as adp
 from adpue_tf import data, synthetic
 
+pytestmark = pytest.mark.slow
+
 EVAL = synthetic.make_synthetic(20_000, seed=123)
 
 

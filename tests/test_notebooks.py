@@ -22,6 +22,8 @@ pytest.importorskip("ipykernel")
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402  (nbclient's dependency)
 from jupyter_client.manager import KernelManager  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = ["quickstart.ipynb", "alternate_learning.ipynb", "tuning_and_serving.ipynb"]
 KERNEL_NAME = "python3"

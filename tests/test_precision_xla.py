@@ -23,6 +23,8 @@ import adpue_tf as adp
 from adpue_tf import model as model_lib
 from adpue_tf import synthetic
 
+pytestmark = pytest.mark.slow
+
 DIM = 4
 MIXED = ["mixed_float16", "mixed_bfloat16"]
 

@@ -173,10 +173,12 @@ def exported(tmp_path_factory):
 CASES = ["plain", "debiased", "prob", "subclassed", *MIXED]
 
 
+@pytest.mark.slow
 def test_loader_never_imported_adpue_tf(exported):
     assert "adpue_tf" not in exported["meta"]["_modules"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_round_trip_in_fresh_process(exported, name):
     model, from_logits = exported["models"][name]
@@ -207,6 +209,7 @@ def test_round_trip_in_fresh_process(exported, name):
     print(f"\n{name}: max|Δprobability|, max|Δlogit| by batch size: {diffs}")
 
 
+@pytest.mark.slow
 def test_debiased_model_exports_net_not_snapshot(exported):
     model, _ = exported["models"]["debiased"]
     net_w, snap_w = model.net.get_weights(), model.snapshot.get_weights()
@@ -224,6 +227,7 @@ def test_debiased_model_exports_net_not_snapshot(exported):
     assert not any(held(w) for w, n in zip(snap_w, net_w, strict=True) if not np.allclose(w, n))
 
 
+@pytest.mark.slow
 def test_only_the_forward_pass_variables_are_exported(exported):
     """Dropout's RNG state, optimizer and metric variables stay out; each weight once."""
     model, _ = exported["models"]["plain"]
@@ -241,6 +245,7 @@ def _signature_block(text):
     return text[start:min(nxt) if nxt else len(text)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CLI_CASES)
 def test_saved_model_cli_lists_predict_signature(exported, name):
     block = _signature_block(exported["cli"][name])
@@ -253,6 +258,7 @@ def test_saved_model_cli_lists_predict_signature(exported, name):
     assert len(re.findall(r"inputs\['", block)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", MIXED)
 def test_mixed_precision_serves_float32(exported, policy):
     model, _ = exported["models"][policy]
@@ -263,6 +269,7 @@ def test_mixed_precision_serves_float32(exported, policy):
     assert keras.config.dtype_policy().name == "float32"
 
 
+@pytest.mark.slow
 def test_version_layout_and_no_leftovers(exported):
     paths = exported["paths"]
     for version, name in enumerate(CASES, start=1):

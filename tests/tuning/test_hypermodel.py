@@ -154,6 +154,7 @@ def _check_done(tuner, trials, names):
     return best_hp, best
 
 
+@pytest.mark.slow
 def test_random_search(pue, tmp_path):
     keras.utils.set_random_seed(0)
     train, val = pue
@@ -165,6 +166,7 @@ def test_random_search(pue, tmp_path):
     assert best.metrics.exists("val_risk")
 
 
+@pytest.mark.slow
 def test_bayesian_search_double_adss_alternate(sse, tmp_path):
     keras.utils.set_random_seed(0)
     train, val = sse
@@ -180,6 +182,7 @@ def test_bayesian_search_double_adss_alternate(sse, tmp_path):
     assert model.refreshes >= 1  # RefreshDagger was added by fit
 
 
+@pytest.mark.slow
 def test_missing_validation_data(pue, tmp_path):
     train, _ = pue
     hm = DebiasedHyperModel(input_shape=(2,))

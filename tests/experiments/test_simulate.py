@@ -1,4 +1,4 @@
-"""Tests for adpue_tf.simulate (pure NumPy)."""
+"""Tests for adpue_tf.experiments.simulate (pure NumPy)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from adpue_tf import simulate as sim
+from adpue_tf.experiments import simulate as sim
 from adpue_tf import synthetic as syn
 
 

@@ -7,8 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from adpue_tf import cli, datasets
-from adpue_tf.demo import DemoConfig, run_demo
+from adpue_tf import cli
+from adpue_tf.experiments import datasets
+from adpue_tf.experiments.demo import DemoConfig, run_demo
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

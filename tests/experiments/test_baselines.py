@@ -1,4 +1,4 @@
-"""Tests for adpue_tf.baselines: SAR-EM and the two-model ratio.
+"""Tests for adpue_tf.experiments.baselines: SAR-EM and the two-model ratio.
 
 Accuracy is measured as the mean absolute error (MAE) to the true
 probabilities of :mod:`adpue_tf.synthetic` on fresh rows. Measured on the
@@ -16,7 +16,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from adpue_tf import synthetic
-from adpue_tf.baselines import SAREM, RatioEstimator, linear_logit
+from adpue_tf.experiments.baselines import SAREM, RatioEstimator, linear_logit
 
 # SAR data: p(y=1|x) = σ(2x1 - x2), θ(e=1|x) = σ(-1.5x2 + 2x3); the propensity
 # sees (x2, x3) only, which identifies the model (Bekker & Davis).

@@ -3,7 +3,7 @@
 Data: Fashion-MNIST (Debian's IDX files), MNIST and CIFAR-10 (tensorflow-datasets,
 where they can be loaded); label maps of SPEC.md. Images are the network's
 input; exposure is drawn from a fixed random projection of the image to 13
-features (:func:`adpue_tf.simulate.project_features`, the documented stand-in),
+features (:func:`adpue_tf.experiments.simulate.project_features`, the documented stand-in),
 with the paper's mechanism. 10,000 rows are held out for the test set; the rest
 is split ``r : (1-r)`` into PU and E parts (PUE) or PU and SSE parts (3SE) for
 each separate ratio ``r``.
@@ -15,7 +15,7 @@ Methods: PUE — Logit, nnPU (oracle ``π_y``), ADPUE; 3SE — ADS, PNU (oracle
 recorded for the curves of Figures 3-4.
 
 Example:
-    >>> from adpue_tf.bench_neural import NeuralBenchConfig
+    >>> from adpue_tf.experiments.table2 import NeuralBenchConfig
     >>> NeuralBenchConfig(trials=2, epochs=1).ratios
     (0.1, 0.3, 0.5, 0.7, 0.9)
 """
@@ -28,7 +28,8 @@ from typing import Any, Callable
 import keras
 import numpy as np
 
-from adpue_tf import data, losses, simulate
+from adpue_tf import data, losses
+from adpue_tf.experiments import simulate
 
 __all__ = ["NeuralBenchConfig", "PUE_METHODS", "SSE_METHODS", "build_network", "run_trial"]
 

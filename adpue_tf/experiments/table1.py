@@ -3,8 +3,8 @@
 For each LIBSVM data set and split ratio ``α``, each trial (seed ``t``) draws
 exposure with the paper's mechanism (``θ(e=1)`` = ``exposure_rate``), holds out
 300 test rows and splits the rest ``α : (1-α)`` into PU and E parts (PUE) or PU
-and SSE parts (3SE), as :mod:`adpue_tf.simulate` does. All trials of a setting
-are fitted at once with :func:`adpue_tf.batched.fit_linear` (full-batch Adam;
+and SSE parts (3SE), as :mod:`adpue_tf.experiments.simulate` does. All trials of a setting
+are fitted at once with :func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam;
 see there why this reaches the same optimum as one trial at a time).
 
 Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
@@ -28,7 +28,7 @@ label is hidden (PU rows with ``W = 0``, and every E row in PUE or SSE row with
 ``E = 0`` in 3SE). Reported as mean ± standard error over the trials.
 
 Example:
-    >>> from adpue_tf.bench_linear import LinearBenchConfig
+    >>> from adpue_tf.experiments.table1 import LinearBenchConfig
     >>> LinearBenchConfig(trials=2).alphas
     (0.3, 0.5)
 """
@@ -40,8 +40,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from adpue_tf import batched, risks, simulate
-from adpue_tf.baselines import sar_em_posterior
+from adpue_tf import risks
+from adpue_tf._numpy import sigmoid
+from adpue_tf.experiments import linear_fit, simulate
+from adpue_tf.experiments.baselines import sar_em_posterior
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
 __all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods"]
@@ -73,7 +75,7 @@ class LinearBenchConfig:
         pnu_eta: PNU's ``η``.
         ad3se_alpha: AD3SE's ``α``.
         seed: first seed.
-        data_dir: where the LIBSVM files are (default: see :mod:`adpue_tf.datasets`).
+        data_dir: where the LIBSVM files are (default: see :mod:`adpue_tf.experiments.datasets`).
     """
 
     trials: int = 100
@@ -115,7 +117,7 @@ class _Stack:
 def _trial_rows(s: Any) -> tuple[np.ndarray, ...]:
     """One split's training rows (PU first), packed labels, hidden Y, unknown mask, test set.
 
-    The second part is the E data of a :class:`~adpue_tf.simulate.PUESplit`
+    The second part is the E data of a :class:`~adpue_tf.experiments.simulate.PUESplit`
     (every label hidden) or the SSE data of a 3SE split (labels of unexposed rows hidden).
     """
     if isinstance(s, simulate.PUESplit):
@@ -149,9 +151,9 @@ def _accuracies(st: _Stack, score: Callable[[np.ndarray], np.ndarray]) -> tuple[
 
 
 def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, *, x: Any = None,
-         y: Any = None, steps: int | None = None, **kw: Any) -> batched.LinearFit:
+         y: Any = None, steps: int | None = None, **kw: Any) -> linear_fit.LinearFit:
     """All trials' linear models for ``risk`` (``x``/``y`` default to the stack's)."""
-    return batched.fit_linear(st.x if x is None else x, st.y if y is None else y, risk,
+    return linear_fit.fit_linear(st.x if x is None else x, st.y if y is None else y, risk,
                               steps=steps or cfg.steps, learning_rate=cfg.learning_rate,
                               l2=cfg.l2, **kw)
 
@@ -165,7 +167,7 @@ def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndar
     theta = _fit(st, risks.logit, cfg, y=y_theta, sample_weight=is_e.astype(np.float32))
 
     def score(x: np.ndarray) -> np.ndarray:
-        sq, st_ = 1 / (1 + np.exp(-q.logits(x))), 1 / (1 + np.exp(-theta.logits(x)))
+        sq, st_ = sigmoid(q.logits(x)), sigmoid(theta.logits(x))
         return np.clip(sq / np.maximum(st_, 1e-6), 0.0, 1.0) - 0.5
     return score
 
@@ -173,7 +175,7 @@ def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndar
 def _sar_em(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
     """SAR-EM (Bekker & Davis 2018) on the PU rows, all trials at once.
 
-    Mirrors :class:`adpue_tf.baselines.SAREM`: a class-balanced naive start,
+    Mirrors :class:`adpue_tf.experiments.baselines.SAREM`: a class-balanced naive start,
     then EM rounds whose M-steps continue from the previous weights. The
     propensity model sees the 12 features the exposure formula reads (x2..x13):
     SAR-EM needs the propensity's attributes restricted, or the likelihood,
@@ -182,22 +184,21 @@ def _sar_em(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.nda
     """
     pu = (st.y[..., 2] == int(Source.PU)).astype(np.float32)
     s = st.y[..., 0]
-    sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
     xp = np.ascontiguousarray(st.x[..., PROPENSITY_FEATURES])
     x2 = np.concatenate([st.x, st.x], axis=1)            # soft target P as two weighted rows
     y2 = np.zeros(x2.shape[:2] + (3,), np.float32)
     y2[:, : st.x.shape[1], 0] = 1.0
     pl = (s * pu).sum(1, keepdims=True) / pu.sum(1, keepdims=True)
     clf = _fit(st, risks.logit, cfg, sample_weight=pu * (s * (1 - pl) + (1 - s) * pl))
-    f = sig(clf.logits(st.x))
+    f = sigmoid(clf.logits(st.x))
     prop = _fit(st, risks.logit, cfg, x=xp, sample_weight=pu * (s + (1 - s) * f))
     m_steps = max(cfg.steps // 4, 1)  # M-steps continue from the previous weights
     for _ in range(cfg.em_iterations):
-        post = sar_em_posterior(f, sig(prop.logits(xp)), s)
+        post = sar_em_posterior(f, sigmoid(prop.logits(xp)), s)
         prop = _fit(st, risks.logit, cfg, x=xp, init=prop, steps=m_steps, sample_weight=pu * post)
         clf = _fit(st, risks.logit, cfg, x=x2, y=y2, init=clf, steps=m_steps,
                    sample_weight=np.concatenate([post * pu, (1 - post) * pu], 1))
-        f = sig(clf.logits(st.x))
+        f = sigmoid(clf.logits(st.x))
     return clf.logits
 
 

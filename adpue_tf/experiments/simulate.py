@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from adpue_tf._numpy import sigmoid as _sigmoid
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = [
@@ -28,10 +29,6 @@ __all__ = [
 
 #: Number of features the paper's exposure formula reads (x1..x13).
 EXPOSURE_FEATURES = 13
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
 
 
 def _features(name: str, x: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ Accuracy is measured on the held-out test rows (inductive) and on the
 training rows whose label is unknown (transductive).
 
 Example:
-    >>> from adpue_tf.demo import DemoConfig
+    >>> from adpue_tf.experiments.demo import DemoConfig
     >>> DemoConfig(seeds=2).methods
     ('Logit', 'nnPU', 'ADPUE')
 """
@@ -29,9 +29,10 @@ from typing import Callable, TextIO
 import keras
 import numpy as np
 
-from adpue_tf import data, losses, simulate
-from adpue_tf.progress import Progress
-from adpue_tf.report import cell, markdown_table, mean_se
+from adpue_tf import data, losses
+from adpue_tf.experiments import simulate
+from adpue_tf.experiments.progress import Progress
+from adpue_tf.experiments.report import cell, markdown_table, mean_se
 
 __all__ = ["DemoConfig", "MethodScore", "run_demo", "format_table"]
 

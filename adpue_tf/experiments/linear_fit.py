@@ -12,7 +12,7 @@ objective separates, so the gradient for trial ``t``'s parameters is that
 trial's own gradient; Adam's update is per coordinate (its moments and step
 for a coordinate depend only on that coordinate's gradients), so each trial
 follows exactly the trajectory it would follow alone with full-batch Adam.
-``tests/test_batched.py`` checks this against one-trial runs.
+``tests/experiments/test_linear_fit.py`` checks this against one-trial runs.
 
 Full batch (every row of the trial in every step) rather than minibatches:
 for linear models on a few thousand rows this is fast, deterministic and
@@ -21,11 +21,12 @@ from zero weights.
 
 Example:
     >>> import numpy as np
-    >>> from adpue_tf import batched, risks
+    >>> from adpue_tf import risks
+    >>> from adpue_tf.experiments import linear_fit
     >>> from adpue_tf.labels import pack_pu
     >>> x = np.random.default_rng(0).normal(size=(3, 40, 2)).astype("float32")
     >>> y = np.stack([pack_pu((x[t, :, 0] > 0).astype(int)) for t in range(3)])
-    >>> fit = batched.fit_linear(x, y, risks.logit, steps=50)
+    >>> fit = linear_fit.fit_linear(x, y, risks.logit, steps=50)
     >>> fit.weights.shape, fit.bias.shape
     ((3, 2), (3,))
 """

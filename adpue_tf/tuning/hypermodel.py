@@ -80,7 +80,7 @@ from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskMetric, risk_metrics
 from adpue_tf.model import DebiasedModel
-from adpue_tf.objectives import L_RISK, LOSSES, REF_RISK, loss_class, objective
+from adpue_tf.tuning.objectives import L_RISK, LOSSES, REF_RISK, loss_class, objective
 
 __all__ = ["LOSSES", "L_RISK", "REF_RISK", "DebiasedHyperModel", "objective"]
 

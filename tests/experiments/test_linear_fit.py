@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adpue_tf import batched, risks, synthetic
+from adpue_tf import risks, synthetic
+from adpue_tf.experiments import linear_fit
 from adpue_tf.labels import pack_e, pack_pu
 
 
@@ -21,9 +22,9 @@ def _stack(trials=2, n=300):
 @pytest.mark.parametrize("risk,opts", [(risks.nnpue, {}), (risks.nnpu, {"prior": 0.4})])
 def test_batched_equals_one_trial_at_a_time(risk, opts):
     x, y = _stack()
-    together = batched.fit_linear(x, y, risk, steps=40, **opts)
+    together = linear_fit.fit_linear(x, y, risk, steps=40, **opts)
     for t in range(len(x)):
-        alone = batched.fit_linear(x[t:t + 1], y[t:t + 1], risk, steps=40, **opts)
+        alone = linear_fit.fit_linear(x[t:t + 1], y[t:t + 1], risk, steps=40, **opts)
         np.testing.assert_allclose(together.weights[t], alone.weights[0], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(together.bias[t], alone.bias[0], rtol=1e-4, atol=1e-5)
     assert not np.allclose(together.weights[0], together.weights[1])
@@ -33,15 +34,15 @@ def test_sample_weight_zero_rows_are_ignored():
     x, y = _stack(trials=2)
     sw = np.ones(x.shape[:2], np.float32)
     sw[:, ::2] = 0.0
-    weighted = batched.fit_linear(x, y, risks.logit, sample_weight=sw, steps=40)
-    dropped = batched.fit_linear(x[:, 1::2], y[:, 1::2], risks.logit, steps=40)
+    weighted = linear_fit.fit_linear(x, y, risks.logit, sample_weight=sw, steps=40)
+    dropped = linear_fit.fit_linear(x[:, 1::2], y[:, 1::2], risks.logit, steps=40)
     np.testing.assert_allclose(weighted.weights, dropped.weights, rtol=1e-4, atol=1e-5)
 
 
 def test_warm_start_continues_the_trajectory_of_the_parameters():
     x, y = _stack(trials=2)
-    first = batched.fit_linear(x, y, risks.logit, steps=30)
-    more = batched.fit_linear(x, y, risks.logit, steps=30, init=first)
+    first = linear_fit.fit_linear(x, y, risks.logit, steps=30)
+    more = linear_fit.fit_linear(x, y, risks.logit, steps=30, init=first)
     assert np.linalg.norm(more.weights - first.weights) > 0
     np.testing.assert_allclose(more.logits(x)[0], x[0] @ more.weights[0] + more.bias[0], rtol=1e-5)
 
@@ -57,4 +58,4 @@ def test_bad_input(kwargs, match):
     args = {"x": np.zeros((2, 3, 1)), "y": np.zeros((2, 3, 3)), "steps": 1}
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        batched.fit_linear(args.pop("x"), args.pop("y"), risks.logit, **args)
+        linear_fit.fit_linear(args.pop("x"), args.pop("y"), risks.logit, **args)

@@ -19,7 +19,7 @@ SAR-EM's many short M-steps. ``fit`` first calls
 
 Example:
     >>> import keras
-    >>> from adpue_tf.baselines import SAREM, RatioEstimator
+    >>> from adpue_tf.experiments.baselines import SAREM, RatioEstimator
     >>> def mlp(dim):
     ...     return keras.Sequential([keras.Input((dim,)),
     ...                              keras.layers.Dense(16, activation="relu"),
@@ -39,6 +39,7 @@ import keras
 import numpy as np
 
 from adpue_tf._checks import check_int
+from adpue_tf._numpy import sigmoid as _sigmoid
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = ["SAREM", "ModelFactory", "RatioEstimator", "linear_logit"]
@@ -99,10 +100,6 @@ def _check_labels(name: str, y: Any, rows: int, x_name: str) -> np.ndarray:
     if len(arr) != rows:
         raise ValueError(f"`{name}` has {len(arr)} rows but `{x_name}` has {rows}.")
     return arr
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
 
 
 class _KerasBaseline:
@@ -210,7 +207,7 @@ class SAREM(_KerasBaseline):
         n_iter_: EM rounds run. converged_: whether ``tol`` stopped it.
 
     Example:
-        >>> from adpue_tf.baselines import SAREM
+        >>> from adpue_tf.experiments.baselines import SAREM
         >>> from adpue_tf.synthetic import synthetic_pue
         >>> s = synthetic_pue(300, 1, seed=0)
         >>> m = SAREM(epochs=2, max_iter=2, propensity_features=[1]).fit(s.x_pu, s.w_pu)
@@ -315,7 +312,7 @@ class RatioEstimator(_KerasBaseline):
         q_model_, theta_model_: the fitted Keras models (logit outputs).
 
     Example:
-        >>> from adpue_tf.baselines import RatioEstimator
+        >>> from adpue_tf.experiments.baselines import RatioEstimator
         >>> from adpue_tf.synthetic import synthetic_pue
         >>> s = synthetic_pue(200, 200, seed=0)
         >>> r = RatioEstimator(epochs=2, seed=1).fit(s.x_pu, s.w_pu, s.x_e, s.e_e)

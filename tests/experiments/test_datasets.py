@@ -1,4 +1,4 @@
-"""Tests for adpue_tf.datasets: loaders on tiny fixtures, real files when present."""
+"""Tests for adpue_tf.experiments.datasets: loaders on tiny fixtures, real files when present."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adpue_tf import datasets as D
+from adpue_tf.experiments import datasets as D
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FASHION = Path(D.FASHION_MNIST_DIR)
