@@ -1,7 +1,13 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each creates the virtualenv .venv (Python 3.11) and installs what it needs.
+# Another supported Python (3.10-3.13): `make test-fast PYTHON=python3.13` uses
+# its own virtualenv, .venv-3.13 (or name one with VENV=...).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV ?= .venv
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(filter 3.10 3.11 3.12 3.13,$(PY_VERSION)),)
+$(error PYTHON=$(PYTHON) is not a supported Python (3.10-3.13 with TensorFlow 2.21): got '$(PY_VERSION)')
+endif
+VENV ?= $(if $(filter 3.11,$(PY_VERSION)),.venv,.venv-$(PY_VERSION))
 BIN := $(VENV)/bin
 
 .PHONY: demo test test-fast clean
@@ -21,7 +27,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python setup.cfg setup.py pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,bench,docs]"
 	touch $@
 
 demo: $(VENV)/.installed
