@@ -3,8 +3,10 @@
 Every loader returns a :class:`Dataset`: float32 ``x`` (``(n, d)``, or images
 ``(n, h, w, c)`` scaled to ``[0, 1]``), float32 ``y`` in {0, 1} and a string
 ``positive`` saying which original labels became ``y = 1``. Sources: LIBSVM files
-(``australian``, ``german``, ``mushrooms``, ``w8a``, ``covtype``) under
-:func:`data_dir`, never downloaded; ``fashion_mnist`` from the IDX files of the
+(``australian``, ``german``, ``mushrooms``, ``w8a``, ``covtype``) from a local
+directory (``data_dir=``, ``--data-dir`` or ``ADPUE_DATA_DIR``) or the Keras cache
+``~/.keras/datasets/adpue_tf/`` (downloaded once, sha256-checked; see
+:func:`libsvm_path`); ``fashion_mnist`` from the IDX files of the
 Debian package ``dataset-fashion-mnist``; ``mnist`` and ``cifar10`` through
 ``tensorflow-datasets`` (which downloads on first use).
 
@@ -17,22 +19,30 @@ Example:
 
 from __future__ import annotations
 
+import bz2
 import dataclasses
 import gzip
 import hashlib
+import math
+import numbers
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "ENV_VAR", "FASHION_MNIST_DIR", "LABEL_MAPS", "LIBSVM_URL", "NAMES", "Dataset", "LabelMap",
-    "binarize", "data_dir", "load", "load_fashion_mnist", "load_libsvm", "load_tfds",
-    "paper_rows", "read_idx",
+    "CACHE_SUBDIR", "ENV_VAR", "FASHION_MNIST_DIR", "LABEL_MAPS", "LIBSVM_FILES_URL",
+    "LIBSVM_URL", "NAMES", "Dataset", "LabelMap", "binarize", "data_dir", "libsvm_path", "load",
+    "load_fashion_mnist", "load_libsvm", "load_tfds", "paper_rows", "read_idx", "read_libsvm",
 ]
 
 LIBSVM_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html"
+#: Where the LIBSVM files are downloaded from (the file name follows).
+LIBSVM_FILES_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
+#: The Keras cache subdirectory of the downloads: ``~/.keras/datasets/adpue_tf/``.
+CACHE_SUBDIR = "datasets/adpue_tf"
 #: Environment variable naming the data directory (see :func:`data_dir`).
 ENV_VAR = "ADPUE_DATA_DIR"
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
@@ -147,100 +157,259 @@ def paper_rows(name: str) -> int | None:
     return _PAPER_ROWS.get(_check_name(name, tuple(_LIBSVM)))
 
 
-def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """Resolve the benchmark data directory.
+def data_dir(path: str | os.PathLike | None = None) -> Path | None:
+    """The local data directory, or ``None`` to use the Keras cache.
 
-    Order: ``path``; the environment variable ``ADPUE_DATA_DIR``; ``../shared/data``
-    relative to the working directory; ``../shared/data`` relative to the
-    repository root (the package's parent directory). The first two must exist.
+    Order: ``path``; the environment variable ``ADPUE_DATA_DIR``; else ``None``:
+    the LIBSVM files are then fetched with ``keras.utils.get_file`` into
+    ``~/.keras/datasets/adpue_tf/`` (see :func:`libsvm_path`).
 
     Raises:
-        FileNotFoundError: if the chosen directory does not exist, or none is found.
+        FileNotFoundError: if the chosen directory does not exist.
 
     Example:
         >>> import tempfile
         >>> data_dir(tempfile.gettempdir()).is_dir()
         True
     """
-    for given, what in ((path, "path"), (os.environ.get(ENV_VAR) or None, ENV_VAR)):
+    for given, what in ((path, "`data_dir`"), (os.environ.get(ENV_VAR) or None, ENV_VAR)):
         if given is not None:
             if not Path(given).is_dir():
                 raise FileNotFoundError(f"Data directory {str(given)!r} (from {what}) "
                                         "does not exist.")
             return Path(given)
-    tried = [Path.cwd().parent / "shared" / "data",
-             Path(__file__).resolve().parents[2] / "shared" / "data"]
-    for cand in tried:
-        if cand.is_dir():
-            return cand.resolve()
-    raise FileNotFoundError(f"No data directory: pass `data_dir=`, set {ENV_VAR}, or create "
-                            f"one of {[str(t) for t in tried]}.")
+    return None
 
 
 _data_dir = data_dir
 
 
-def load_libsvm(name: str, *, data_dir: str | os.PathLike | None = None,
-                n_rows: int | None = None, seed: int = 0, verify: bool = False) -> Dataset:
-    """Load a LIBSVM data set of the paper's Table 1 as a dense float32 matrix.
+def _sha256(path: Path, raw: bytes | None = None) -> str:
+    if raw is not None:
+        return hashlib.sha256(raw).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
-    The file (or its ``.bz2``/``.gz`` download) is looked up in
-    ``<data_dir>/libsvm/`` and then ``<data_dir>/``; see :func:`data_dir`.
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is ``.gz``/``.bz2``; clear errors naming it."""
+    raw = path.read_bytes()
+    kind = {".gz": "gzip", ".bz2": "bz2"}.get(path.suffix)
+    if kind is None and raw[:2] == b"\x1f\x8b":
+        kind = "gzip"
+    if kind is None:
+        return raw
+    try:
+        return gzip.decompress(raw) if kind == "gzip" else bz2.decompress(raw)
+    except (OSError, EOFError, ValueError, zlib.error) as err:
+        raise ValueError(f"{path}: corrupt {kind} file ({err}); download it again.") from None
+
+
+def libsvm_path(name: str, *, data_dir: str | os.PathLike | None = None,
+                verify: bool = True) -> Path:
+    """Where the LIBSVM file of ``name`` is: a local copy, or the Keras cache.
+
+    With ``data_dir`` (or ``ADPUE_DATA_DIR``) the file (or its ``.bz2``/``.gz``)
+    must be in that directory or its ``libsvm/`` subdirectory; nothing is
+    downloaded. Without, ``keras.utils.get_file`` fetches it from the LIBSVM site
+    into ``~/.keras/datasets/adpue_tf/`` (once) and checks its sha256.
+    ``covtype`` has no published sha256 and is never downloaded: it loads only
+    from a local copy, unverified.
 
     Args:
         name: ``australian``, ``german``, ``mushrooms``, ``w8a`` or ``covtype``.
-        data_dir: the data directory (default: :func:`data_dir`'s search).
+        data_dir: a local directory (default: ``ADPUE_DATA_DIR``, else the cache).
+        verify: check a local copy's sha256 (of its decompressed bytes)
+            against the LIBSVM site's file; downloads are always checked.
+
+    Raises:
+        FileNotFoundError: the file is missing and cannot be fetched; the
+            message names the file, its URL and ``ADPUE_DATA_DIR``.
+        ValueError: unknown name, or a sha256 mismatch.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "german.numer_scale").write_text("+1 1:0.5\\n")
+        >>> libsvm_path("german", data_dir=d, verify=False).name
+        'german.numer_scale'
+    """
+    fname = _LIBSVM[_check_name(name, tuple(_LIBSVM))][0]
+    url, digest = LIBSVM_FILES_URL + fname, _SHA256.get(fname)
+    base = _data_dir(data_dir)
+    if base is not None:
+        what = "`data_dir`" if data_dir is not None else ENV_VAR
+        folders = [base, base / "libsvm"]
+        found = [p for f in folders for ext in ("", ".bz2", ".gz")
+                 if (p := f / (fname + ext)).is_file()]
+        if not found:
+            raise FileNotFoundError(
+                f"LIBSVM file {fname!r} not found in {[str(f) for f in folders]} (from {what}). "
+                f"Download it from {url} (listed at {LIBSVM_URL}) into that directory, or "
+                f"unset {ENV_VAR} to let the loader fetch it into ~/.keras/{CACHE_SUBDIR}/.")
+        path = found[0]
+        if verify and digest is not None:
+            got = _sha256(path, None if path.name == fname else _read_bytes(path))
+            if got != digest:
+                raise ValueError(f"{path}: sha256 {got} differs from the LIBSVM site's file "
+                                 f"({digest}); the copy is corrupt or another version. "
+                                 f"Download it again from {url}.")
+        return path
+    if digest is None:
+        raise FileNotFoundError(
+            f"LIBSVM file {fname!r} has no published sha256, so adpue_tf does not download "
+            f"it: get it from {url} (listed at {LIBSVM_URL}), then pass `data_dir=` or set "
+            f"{ENV_VAR} to its directory.")
+    import keras  # noqa: PLC0415 (only the download needs it)
+
+    try:
+        return Path(keras.utils.get_file(fname, origin=url, file_hash=digest,
+                                         hash_algorithm="sha256", cache_subdir=CACHE_SUBDIR))
+    except Exception as err:  # noqa: BLE001 (get_file raises bare Exception offline)
+        raise FileNotFoundError(
+            f"LIBSVM file {fname!r} is not in the Keras cache (~/.keras/{CACHE_SUBDIR}/) and "
+            f"could not be fetched from {url}: {err}. Download it by hand and pass "
+            f"`data_dir=` (or `--data-dir`), or set {ENV_VAR} to its directory.") from None
+
+
+def read_libsvm(path: str | os.PathLike, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parse a LIBSVM/svmlight file into dense float32 features and its labels.
+
+    Strict, so that a corrupt file fails with the file and line rather than
+    loading wrong numbers: every line is ``label idx:value ...`` with indices in
+    ``1..n_features``, strictly increasing, values finite within the float32
+    range; the file ends with a newline (a last line without one was cut off);
+    ``.gz``/``.bz2`` files are decompressed. Blank lines and ``#`` comments are skipped.
+
+    Args:
+        path: the file.
+        n_features: the number of feature columns.
+
+    Returns:
+        ``(x, labels)``: float32 ``(n, n_features)`` and float64 ``(n,)``.
+
+    Raises:
+        ValueError: an empty, truncated or corrupt file, or a malformed line
+            (the message names the file and the line number).
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "f"
+        >>> _ = p.write_text("+1 1:0.5 3:-1\\n-1 2:1\\n")
+        >>> read_libsvm(p, 3)
+        (array([[ 0.5,  0. , -1. ],
+               [ 0. ,  1. ,  0. ]], dtype=float32), array([ 1., -1.]))
+        >>> _ = p.write_text("+1 1:0.5\\n+1 1:0.")
+        >>> read_libsvm(p, 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: ...f, line 2: the file ends in the middle of this line ('+1 1:0.')...
+    """
+    path = Path(path)
+    raw = _read_bytes(path)
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}, line {line}: not a text file (byte "
+                         f"{raw[err.start]:#04x}).") from None
+    lines = text.split("\n")
+    if text and not text.endswith("\n"):
+        raise ValueError(f"{path}, line {len(lines)}: the file ends in the middle of this line "
+                         f"({lines[-1][:60]!r}); it looks truncated. Download it again.")
+    limit = float(np.finfo(np.float32).max)
+    labels: list[float] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    for number, line in enumerate(lines, start=1):
+        tokens = line.split("#", 1)[0].split()
+        if not tokens:
+            continue
+
+        def bad(what: str, number: int = number, line: str = line) -> ValueError:
+            return ValueError(f"{path}, line {number}: {what} in {line[:80]!r}.")
+
+        try:
+            label = float(tokens[0])
+        except ValueError:
+            raise bad(f"label {tokens[0]!r} is not a number") from None
+        if not math.isfinite(label):
+            raise bad(f"label {tokens[0]!r} is not finite")
+        last = 0
+        for tok in tokens[1:]:
+            idx, sep, val = tok.partition(":")
+            try:
+                j, v = int(idx), float(val)
+            except ValueError:
+                raise bad(f"{tok!r} is not index:value") from None
+            if not sep:
+                raise bad(f"{tok!r} is not index:value")
+            if not 1 <= j <= n_features:
+                raise bad(f"feature index {j} is outside 1..{n_features}")
+            if j <= last:
+                raise bad(f"feature index {j} does not increase")
+            if not (math.isfinite(v) and abs(v) <= limit):
+                raise bad(f"value {val!r} is not finite in float32")
+            last = j
+            rows.append(len(labels))
+            cols.append(j - 1)
+            vals.append(v)
+        labels.append(label)
+    if not labels:
+        raise ValueError(f"{path}: the file is empty (no data rows); download it again.")
+    x = np.zeros((len(labels), n_features), np.float32)
+    x[rows, cols] = vals
+    return x, np.asarray(labels)
+
+
+def load_libsvm(name: str, *, data_dir: str | os.PathLike | None = None,
+                n_rows: int | None = None, seed: int = 0, verify: bool = True) -> Dataset:
+    """Load a LIBSVM data set of the paper's Table 1 as a dense float32 matrix.
+
+    The file comes from :func:`libsvm_path`: a local copy in ``data_dir`` (or
+    ``ADPUE_DATA_DIR``, directly or in its ``libsvm/`` subdirectory), else the
+    Keras cache ``~/.keras/datasets/adpue_tf/``, downloaded once and checked
+    against the LIBSVM site's sha256. It is parsed by :func:`read_libsvm`.
+
+    Args:
+        name: ``australian``, ``german``, ``mushrooms``, ``w8a`` or ``covtype``.
+        data_dir: a local directory with the file (default: ``ADPUE_DATA_DIR``,
+            else the Keras cache).
         n_rows: keep a random subsample of this many rows, drawn without
             replacement from ``seed`` and kept in file order; ``None`` keeps all.
             The paper's size is ``paper_rows(name)``.
         seed: seed of the subsample.
-        verify: check the file's sha256 against the LIBSVM site's file.
+        verify: check a local copy's sha256 (``covtype`` has none to check).
 
     Raises:
-        ValueError: unknown name, bad ``n_rows``, sha256 mismatch, unexpected labels.
-        FileNotFoundError: the file is missing (the message says where to get it).
-        ImportError: scikit-learn is not installed.
+        ValueError: unknown name, bad ``n_rows``, sha256 mismatch, a corrupt
+            file (naming the file and line), unexpected labels.
+        FileNotFoundError: the file is missing (the message names the file,
+            its URL and ``ADPUE_DATA_DIR``).
 
     Example:
         >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> _ = (d / "german.numer_scale").write_text("+1 1:0.5 24:-1\\n-1 2:1\\n")
-        >>> ds = load_libsvm("german", data_dir=d)
+        >>> ds = load_libsvm("german", data_dir=d, verify=False)
         >>> ds.x.shape, ds.y
         ((2, 24), array([1., 0.], dtype=float32))
         >>> load_libsvm("w8a", n_rows=paper_rows("w8a")).x.shape  # doctest: +SKIP
         (1800, 300)
     """
     fname, n_features = _LIBSVM[_check_name(name, tuple(_LIBSVM))]
-    if n_rows is not None and (int(n_rows) != n_rows or n_rows < 1):
+    if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Real)
+                               or int(n_rows) != n_rows or n_rows < 1):
         raise ValueError(f"`n_rows` must be a positive integer or None, got {n_rows!r}.")
-    hint = f"Download {fname!r} from the LIBSVM site: {LIBSVM_URL}"
+    path = libsvm_path(name, data_dir=data_dir, verify=verify)
+    x, raw = read_libsvm(path, n_features)
     try:
-        base = _data_dir(data_dir)
-    except FileNotFoundError as err:
-        raise FileNotFoundError(f"{err} {hint}") from None
-    folders = [base / "libsvm", base]
-    found = [f / (fname + ext) for f in folders for ext in ("", ".bz2", ".gz")]
-    found = [p for p in found if p.is_file()]
-    if not found:
-        raise FileNotFoundError(f"LIBSVM file {fname!r} not found in "
-                                f"{[str(f) for f in folders]}. {hint}")
-    path = found[0]
-    if verify:
-        if (digest := _SHA256.get(path.name)) is None:
-            raise ValueError(f"No known sha256 for {path.name!r}; cannot verify it.")
-        with open(path, "rb") as f:
-            got = hashlib.file_digest(f, "sha256").hexdigest()
-        if got != digest:
-            raise ValueError(f"{path}: sha256 {got} differs from the LIBSVM file's {digest}.")
-    try:
-        from sklearn.datasets import load_svmlight_file
-    except ImportError as err:
-        raise ImportError("Reading LIBSVM files needs scikit-learn: "
-                          "pip install scikit-learn") from err
-    xs, raw = load_svmlight_file(str(path), n_features=n_features, dtype=np.float32)
-    x, y = xs.toarray(), binarize(name, raw)
+        y = binarize(name, raw)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     if n_rows is not None:
+        n_rows = int(n_rows)
         if n_rows > len(y):
             raise ValueError(f"`n_rows`={n_rows} exceeds the {len(y)} rows of {name}.")
         keep = np.sort(np.random.default_rng(seed).choice(len(y), n_rows, replace=False))
@@ -252,7 +421,8 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     """Read an IDX file (the MNIST format), gzip-compressed or not, into NumPy.
 
     Raises:
-        ValueError: on a bad magic number, unknown type code or wrong size.
+        ValueError: on a bad magic number, unknown type code, wrong size or a
+            corrupt gzip file (naming the file).
 
     Example:
         >>> import tempfile
@@ -262,10 +432,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
         array([[0, 1, 2],
                [3, 4, 5]], dtype=uint8)
     """
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+    raw = _read_bytes(Path(path))
     if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an IDX file (magic bytes {raw[:4].hex()}).")
     dtype, ndim = np.dtype(_IDX_DTYPES[raw[2]]), raw[3]
@@ -294,6 +461,8 @@ def load_fashion_mnist(*, path: str | os.PathLike = FASHION_MNIST_DIR,
 
     Raises:
         FileNotFoundError: a file is missing (install ``dataset-fashion-mnist``).
+        ValueError: a corrupt file, or images and labels that do not match
+            (counts or shapes), naming the files.
 
     Example:
         >>> load_fashion_mnist().x.shape  # doctest: +SKIP
@@ -307,8 +476,17 @@ def load_fashion_mnist(*, path: str | os.PathLike = FASHION_MNIST_DIR,
                 f"Fashion-MNIST file {stem}-ubyte[.gz] not found in {str(path)!r}. On Debian: "
                 "apt-get install dataset-fashion-mnist (it installs them in "
                 f"{FASHION_MNIST_DIR}), or see https://github.com/zalandoresearch/fashion-mnist.")
-        parts.append(read_idx(hits[0]))
-    x, y = np.concatenate(parts[:2]), np.concatenate(parts[2:])
+        parts.append((hits[0], read_idx(hits[0])))
+    (tr_x, x_tr), (te_x, x_te), (tr_y, y_tr), (te_y, y_te) = parts
+    for (fx, x), (fy, y) in (((tr_x, x_tr), (tr_y, y_tr)), ((te_x, x_te), (te_y, y_te))):
+        if x.ndim != 3 or x.shape[1:] != x_tr.shape[1:] or y.ndim != 1:
+            raise ValueError(f"Fashion-MNIST: {fx} holds images of shape {x.shape} and {fy} "
+                             f"labels of shape {y.shape}; expected (n, 28, 28) and (n,) in both "
+                             "splits.")
+        if len(x) != len(y):
+            raise ValueError(f"Fashion-MNIST: {fx} holds {len(x)} images but {fy} holds "
+                             f"{len(y)} labels; the files do not belong together.")
+    x, y = np.concatenate([x_tr, x_te]), np.concatenate([y_tr, y_te])
     return _images("fashion_mnist", x, y, flatten)
 
 

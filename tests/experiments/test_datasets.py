@@ -5,21 +5,34 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import gzip
+import hashlib
 import os
+import re
+import shutil
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
 from adpue_tf.experiments import datasets as D
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The real LIBSVM files: ADPUE_DATA_DIR (the Makefile sets it), else the copy
+# beside the repository where this project keeps one (tests only; the package
+# knows no such path).
+REAL = Path(os.environ.get(D.ENV_VAR) or
+            Path(__file__).resolve().parents[2].parent / "shared" / "data" / "libsvm")
 FASHION = Path(D.FASHION_MNIST_DIR)
+
+
+def _offline(*args, **kwargs):
+    raise Exception("URL fetch failure: the tests never reach the network")
 
 
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch):
     monkeypatch.delenv(D.ENV_VAR, raising=False)
+    monkeypatch.setattr(keras.utils, "get_file", _offline)
 
 
 def _svm(path: Path, labels, n_features: int, compress=None) -> Path:
@@ -45,7 +58,7 @@ def _idx(path: Path, arr: np.ndarray, code: int, gz: bool) -> None:
 
 def test_libsvm_parses_dense_with_declared_features(tmp_path):
     _svm(tmp_path / "libsvm" / "australian_scale", ["+1", "-1", "-1", "+1"], 14)
-    ds = D.load_libsvm("australian", data_dir=tmp_path)
+    ds = D.load_libsvm("australian", data_dir=tmp_path, verify=False)
     assert ds.x.shape == (4, 14) and ds.x.dtype == np.float32 and ds.y.dtype == np.float32
     np.testing.assert_array_equal(ds.x[:, 0], np.float32([0, 0.01, 0.02, 0.03]))
     np.testing.assert_array_equal(ds.x[:, 13], -np.ones(4, np.float32))
@@ -57,7 +70,7 @@ def test_libsvm_parses_dense_with_declared_features(tmp_path):
 
 def test_libsvm_mushrooms_label_1_positive_and_bz2_in_flat_dir(tmp_path):
     _svm(tmp_path / "mushrooms", [1, 2, 2, 1, 2], 112, compress="bz2")
-    ds = D.load("mushrooms", data_dir=tmp_path)
+    ds = D.load("mushrooms", data_dir=tmp_path, verify=False)
     assert ds.x.shape == (5, 112)
     np.testing.assert_array_equal(ds.y, [1, 0, 0, 1, 0])
     assert "label 1" in ds.positive
@@ -65,23 +78,23 @@ def test_libsvm_mushrooms_label_1_positive_and_bz2_in_flat_dir(tmp_path):
 
 def test_libsvm_subsample_is_seeded_without_replacement(tmp_path):
     _svm(tmp_path / "w8a", [1, -1] * 10, 300)
-    a = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=3)
-    b = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=3)
-    c = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=4)
+    a = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=3, verify=False)
+    b = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=3, verify=False)
+    c = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=7, seed=4, verify=False)
     rows = np.rint(a.x[:, 0] * 100).astype(int)
     assert a.x.shape == (7, 300) and len(set(rows)) == 7 and np.all(np.diff(rows) > 0)
     np.testing.assert_array_equal(a.x, b.x)
     assert not np.array_equal(a.x, c.x)
     np.testing.assert_array_equal(a.y, (rows % 2 == 0).astype(np.float32))  # labels follow rows
-    full = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=20)
+    full = D.load_libsvm("w8a", data_dir=tmp_path, n_rows=20, verify=False)
     assert full.x.shape == (20, 300)
 
 
-@pytest.mark.parametrize("n_rows", [0, -1, 2.5, 21])
+@pytest.mark.parametrize("n_rows", [0, -1, 2.5, 21, True, "3"])
 def test_libsvm_bad_n_rows(tmp_path, n_rows):
     _svm(tmp_path / "w8a", [1, -1] * 10, 300)
     with pytest.raises(ValueError, match="n_rows"):
-        D.load_libsvm("w8a", data_dir=tmp_path, n_rows=n_rows)
+        D.load_libsvm("w8a", data_dir=tmp_path, n_rows=n_rows, verify=False)
 
 
 def test_paper_rows():
@@ -91,65 +104,171 @@ def test_paper_rows():
 
 def test_libsvm_unexpected_labels(tmp_path):
     _svm(tmp_path / "german.numer_scale", [1, 2], 24)
-    with pytest.raises(ValueError, match=r"unexpected label\(s\) \[2(\.0)?\]"):
-        D.load_libsvm("german", data_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"german.numer_scale: .*unexpected label\(s\) \[2(\.0)?\]"):
+        D.load_libsvm("german", data_dir=tmp_path, verify=False)
 
 
-def test_libsvm_verify(tmp_path):
-    _svm(tmp_path / "australian_scale", [1, -1], 14)
-    with pytest.raises(ValueError, match="sha256"):
-        D.load_libsvm("australian", data_dir=tmp_path, verify=True)
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_libsvm_verify_local_copies(tmp_path, monkeypatch):
+    path = _svm(tmp_path / "australian_scale", [1, -1], 14)
+    with pytest.raises(ValueError, match="sha256") as err:  # verify is the default
+        D.load_libsvm("australian", data_dir=tmp_path)
+    assert str(path) in str(err.value) and D._SHA256["australian_scale"] in str(err.value)
+    monkeypatch.setitem(D._SHA256, "australian_scale", _digest(path.read_bytes()))
+    assert D.load_libsvm("australian", data_dir=tmp_path).x.shape == (2, 14)
+    # a compressed copy is checked by its decompressed bytes
+    mush = _svm(tmp_path / "libsvm" / "mushrooms", [1, 2, 1], 112, compress="bz2")
+    monkeypatch.setitem(D._SHA256, "mushrooms", _digest(bz2.decompress(mush.read_bytes())))
+    assert D.load_libsvm("mushrooms", data_dir=tmp_path).x.shape == (3, 112)
+    mush.write_bytes(bz2.compress(b"1 1:1\n"))
+    with pytest.raises(ValueError, match="mushrooms.bz2: sha256"):
+        D.load_libsvm("mushrooms", data_dir=tmp_path)
+    # covtype has no published sha256: it loads from a local copy, unverified
     _svm(tmp_path / "covtype.libsvm.binary.scale", [1, 2], 54)
     assert D.load_libsvm("covtype", data_dir=tmp_path).x.shape == (2, 54)
-    with pytest.raises(ValueError, match="No known sha256"):
-        D.load_libsvm("covtype", data_dir=tmp_path, verify=True)
 
 
-def test_libsvm_missing_file_names_file_dir_and_url(tmp_path):
-    with pytest.raises(FileNotFoundError) as err:
-        D.load_libsvm("covtype", data_dir=tmp_path)
-    msg = str(err.value)
-    assert "covtype.libsvm.binary.scale" in msg and str(tmp_path / "libsvm") in msg
-    assert D.LIBSVM_URL in msg
+def test_libsvm_missing_local_file_names_file_dirs_url_and_variable(tmp_path, monkeypatch):
+    for given in ("arg", "env"):
+        if given == "env":
+            monkeypatch.setenv(D.ENV_VAR, str(tmp_path))
+        with pytest.raises(FileNotFoundError) as err:
+            D.load_libsvm("w8a", data_dir=tmp_path if given == "arg" else None)
+        msg = str(err.value)
+        assert "'w8a'" in msg and str(tmp_path / "libsvm") in msg and str(tmp_path) in msg
+        assert D.LIBSVM_FILES_URL + "w8a" in msg and D.ENV_VAR in msg
 
 
 def test_libsvm_feature_index_beyond_declared(tmp_path):
     _svm(tmp_path / "australian_scale", [1, -1], 15)
-    with pytest.raises(ValueError):
-        D.load_libsvm("australian", data_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"australian_scale, line 1: feature index 15 .*1\.\.14"):
+        D.load_libsvm("australian", data_dir=tmp_path, verify=False)
+
+
+# ------------------------------------------------------------------ Keras cache (offline)
+
+
+def test_libsvm_download_goes_through_keras_get_file(tmp_path, monkeypatch):
+    calls = []
+    source = _svm(tmp_path / "src" / "german.numer_scale", [1, -1, 1], 24)
+
+    def fake_get_file(fname, origin, file_hash, hash_algorithm, cache_subdir):
+        calls.append((fname, origin, file_hash, hash_algorithm, cache_subdir))
+        target = tmp_path / "keras" / cache_subdir / fname
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+        return str(target)
+
+    monkeypatch.setattr(keras.utils, "get_file", fake_get_file)
+    ds = D.load("german")
+    assert ds.x.shape == (3, 24) and ds.y.tolist() == [1, 0, 1]
+    assert calls == [("german.numer_scale", D.LIBSVM_FILES_URL + "german.numer_scale",
+                      "97637cc6b994bd3fa78999c771bc044bea7a0cdf91d43b6ecfd10f7e7c4ebc82",
+                      "sha256", "datasets/adpue_tf")]
+    # covtype has no published sha256: never fetched, and the message says where to put it
+    with pytest.raises(FileNotFoundError, match=D.ENV_VAR) as err:
+        D.load_libsvm("covtype")
+    assert len(calls) == 1 and "covtype.libsvm.binary.scale" in str(err.value)
+
+
+def test_libsvm_offline_names_file_url_and_variable():
+    with pytest.raises(FileNotFoundError) as err:  # get_file fails (the autouse fixture)
+        D.load_libsvm("australian")
+    msg = str(err.value)
+    assert "'australian_scale'" in msg and D.LIBSVM_FILES_URL + "australian_scale" in msg
+    assert D.ENV_VAR in msg and "~/.keras/datasets/adpue_tf" in msg and "URL fetch failure" in msg
+
+
+def test_published_sha256():
+    assert D._SHA256 == {
+        "australian_scale": "86799bcc4dbcd41929a514fa181d1c1a40e01f009dee139d4141a194d7ecd9e3",
+        "german.numer_scale": "97637cc6b994bd3fa78999c771bc044bea7a0cdf91d43b6ecfd10f7e7c4ebc82",
+        "mushrooms": "f39a4eb628dc61a7d43760815b061c9e497aa728ce1ad8bde57a09ef6043b538",
+        "w8a": "6a9fa8fd5f524303240a5db07d4b3d4a51e8b7b4b20a914105d8e3e8c81640f2",
+    }
+
+
+# ------------------------------------------------------------------ corrupt files
+
+CORRUPT = [  # file content, words the error must contain after the file name
+    (b"+1 1:0.5\n-1 1:nan\n", r", line 2: value 'nan' is not finite"),
+    (b"+1 1:inf\n", r", line 1: value 'inf' is not finite"),
+    (b"+1 1:0.5\n\n-1 2:1e39\n", r", line 3: value '1e39' is not finite in float32"),
+    (b"+1 1:0.5\n+1 1:0.", r", line 2: the file ends in the middle of this line \('\+1 1:0\.'\)"),
+    (b"", r": the file is empty"),
+    (b"\n# only a comment\n", r": the file is empty"),
+    (b"+1 1:0.5\nyes 1:1\n", r", line 2: label 'yes' is not a number"),
+    (b"+1 1:0.5 x\n", r", line 1: 'x' is not index:value"),
+    (b"+1 2:0.5 1:1\n", r", line 1: feature index 1 does not increase"),
+    (b"+1 0:0.5\n", r", line 1: feature index 0 is outside 1\.\.14"),
+    (b"+1 1:0.5\n-1 1:\xff\n", r", line 2: not a text file"),
+    (b"nan 1:0.5\n", r", line 1: label 'nan' is not finite"),
+]
+
+
+@pytest.mark.parametrize("content, words", CORRUPT)
+def test_libsvm_corrupt_files_name_file_and_line(tmp_path, content, words):
+    path = tmp_path / "australian_scale"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="australian_scale" + words):
+        D.load_libsvm("australian", data_dir=tmp_path, verify=False)
+
+
+@pytest.mark.parametrize("ext, data", [
+    (".gz", gzip.compress(b"+1 1:0.5\n" * 50)[:-12]),  # cut short
+    (".gz", b"\x1f\x8b" + b"junk" * 10),
+    (".bz2", bz2.compress(b"+1 1:0.5\n" * 50)[:-10]),
+    (".bz2", b"BZh9" + b"junk" * 10),
+])
+def test_libsvm_corrupt_archives_name_the_file(tmp_path, ext, data):
+    (tmp_path / ("w8a" + ext)).write_bytes(data)
+    kind = ext[1:].replace("gz", "gzip")
+    with pytest.raises(ValueError, match=rf"w8a{ext}: corrupt {kind} file"):
+        D.load_libsvm("w8a", data_dir=tmp_path, verify=False)
+
+
+def test_read_libsvm_gzip_and_exact_values(tmp_path):
+    path = tmp_path / "f.gz"
+    path.write_bytes(gzip.compress(b"-1 2:0.25 3:-3.5e2 # comment\n\n+1\n"))
+    x, labels = D.read_libsvm(path, 3)
+    np.testing.assert_array_equal(x, np.float32([[0, 0.25, -350], [0, 0, 0]]))
+    np.testing.assert_array_equal(labels, [-1, 1])
 
 
 # ------------------------------------------------------------------ data_dir
 
 
 def test_data_dir_precedence(tmp_path, monkeypatch):
-    arg, env, cwd = tmp_path / "arg", tmp_path / "env", tmp_path / "w" / "repo"
-    for p in (arg, env, cwd, tmp_path / "w" / "shared" / "data"):
+    arg, env = tmp_path / "arg", tmp_path / "env"
+    for p in (arg, env):
         p.mkdir(parents=True)
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(D, "__file__", str(tmp_path / "nowhere" / "pkg" / "datasets.py"))
-    assert D.data_dir() == (tmp_path / "w" / "shared" / "data").resolve()
+    (tmp_path / "w" / "shared" / "data").mkdir(parents=True)  # never searched
+    monkeypatch.chdir(tmp_path / "w")
+    assert D.data_dir() is None  # the Keras cache
     monkeypatch.setenv(D.ENV_VAR, str(env))
     assert D.data_dir() == env
     assert D.data_dir(arg) == arg
     _svm(env / "german.numer_scale", [1, -1], 24)
-    assert D.load("german").x.shape == (2, 24)  # read from the env directory
+    assert D.load("german", verify=False).x.shape == (2, 24)  # read from the env directory
 
 
-def test_data_dir_repo_root_fallback_and_errors(tmp_path, monkeypatch):
-    (tmp_path / "shared" / "data").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path)  # cwd/../shared/data does not exist
-    monkeypatch.setattr(D, "__file__", str(tmp_path / "repo" / "adpue_tf" / "datasets.py"))
-    assert D.data_dir() == (tmp_path / "shared" / "data").resolve()
-    monkeypatch.setattr(D, "__file__", str(tmp_path / "a" / "b" / "c" / "datasets.py"))
-    with pytest.raises(FileNotFoundError, match=D.ENV_VAR) as err:
-        D.load_libsvm("australian")
-    assert "australian_scale" in str(err.value) and D.LIBSVM_URL in str(err.value)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+def test_data_dir_errors(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="from `data_dir`.*does not exist"):
         D.data_dir(tmp_path / "missing")
     monkeypatch.setenv(D.ENV_VAR, str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError, match=D.ENV_VAR):
         D.data_dir()
+    with pytest.raises(FileNotFoundError, match=D.ENV_VAR):
+        D.load_libsvm("german")
+
+
+def test_package_knows_no_shared_path():
+    root = Path(D.__file__).resolve().parents[1]
+    for path in root.rglob("*.py"):  # no "shared" as a path component, quoted or joined
+        assert not re.search(r"""["'/\\]shared["'/\\]""", path.read_text()), path
 
 
 # ------------------------------------------------------------------ real LIBSVM files
@@ -163,14 +282,15 @@ README_TABLE = [  # name, rows, features, positives (the README's label counts)
 
 
 @pytest.mark.parametrize("name,rows,d,pos", README_TABLE)
-def test_real_libsvm_files(name, rows, d, pos):
-    if not (SHARED / "libsvm").is_dir():
-        pytest.skip(f"shared LIBSVM data not found at {SHARED / 'libsvm'}")
-    ds = D.load(name, data_dir=SHARED, verify=True)
+def test_real_libsvm_files(name, rows, d, pos, monkeypatch):
+    if not REAL.is_dir():
+        pytest.skip(f"real LIBSVM files not found at {REAL} (set {D.ENV_VAR})")
+    ds = D.load(name, data_dir=REAL)  # verified against the published sha256
     assert ds.x.shape == (rows, d) and int(ds.y.sum()) == pos
     assert ds.x.min() >= -1 and ds.x.max() <= 1
+    monkeypatch.setenv(D.ENV_VAR, str(REAL))
     if D.paper_rows(name):
-        sub = D.load(name, data_dir=SHARED, n_rows=D.paper_rows(name), seed=1)
+        sub = D.load(name, n_rows=D.paper_rows(name), seed=1)
         assert sub.x.shape == (1800, d)
 
 
@@ -217,6 +337,32 @@ def test_fashion_mnist_fixture(tmp_path):
     img = D.load_fashion_mnist(path=tmp_path, flatten=False)
     assert img.x.shape == (10, 28, 28, 1)
     np.testing.assert_array_equal(img.x.reshape(10, -1), ds.x)
+
+
+def test_fashion_mnist_counts_and_shapes_must_match(tmp_path):
+    _fake_fashion(tmp_path)
+    labels = tmp_path / "train-labels-idx1-ubyte.gz"
+    _idx(labels, np.arange(3, dtype=np.uint8), 0x08, True)  # 6 images, 3 labels
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte.gz holds 6 images but "
+                                         r".*train-labels-idx1-ubyte.gz holds 3 labels"):
+        D.load_fashion_mnist(path=tmp_path)
+    _fake_fashion(tmp_path)
+    _idx(tmp_path / "t10k-images-idx3-ubyte", np.zeros((4, 32, 32), np.uint8), 0x08, False)
+    with pytest.raises(ValueError, match=r"t10k-images-idx3-ubyte holds images of shape "
+                                         r"\(4, 32, 32\)"):
+        D.load_fashion_mnist(path=tmp_path)
+    _fake_fashion(tmp_path)
+    _idx(tmp_path / "t10k-labels-idx1-ubyte", np.zeros((4, 2), np.uint8), 0x08, False)
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte labels of shape \(4, 2\)"):
+        D.load_fashion_mnist(path=tmp_path)
+
+
+def test_fashion_mnist_corrupt_gzip_names_the_file(tmp_path):
+    _fake_fashion(tmp_path)
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    path.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte.gz: corrupt gzip file"):
+        D.load_fashion_mnist(path=tmp_path)
 
 
 def test_fashion_mnist_missing(tmp_path):
