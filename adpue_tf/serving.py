@@ -74,6 +74,89 @@ def serving_path(base: str | os.PathLike, name: str, version: int) -> str:
     return os.path.join(os.fspath(base), name, str(int(version)))
 
 
+_SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+
+def _is_saved_model(path: str) -> bool:
+    """Whether ``path`` is a directory holding ``saved_model.pb`` or ``saved_model.pbtxt``."""
+    return any(os.path.isfile(os.path.join(path, f)) for f in _SAVED_MODEL_FILES)
+
+
+def _describe(path: str) -> str:
+    """What is at ``path``, in words, for error messages."""
+    if os.path.islink(path):
+        return f"a symbolic link to {os.readlink(path)!r}"
+    if not os.path.isdir(path):
+        return "a file" if os.path.isfile(path) else "something that is not a directory"
+    names = sorted(os.listdir(path))
+    shown = ", ".join(names[:6]) + (f", ... ({len(names)} entries)" if len(names) > 6 else "")
+    if names and all(n.isdigit() and os.path.isdir(os.path.join(path, n)) for n in names):
+        return (f"a TF Serving base directory holding versions {shown}; export into a new "
+                "version sub-directory, e.g. serving_path(base, name, version)")
+    return f"a directory that is not a SavedModel (it holds {shown})"
+
+
+def _check_target(raw: str | os.PathLike, overwrite: bool) -> str:
+    """The normalised export path; raise unless writing there can lose nothing.
+
+    Only an empty directory or, with ``overwrite``, an existing SavedModel
+    directory may be replaced; never the working directory or one above it.
+    """
+    if not isinstance(raw, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a str or os.PathLike, got {type(raw).__name__}.")
+    text = os.fspath(raw)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"`path` must name a directory to create, got {text!r}.")
+    path = os.path.normpath(text)
+    real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
+    if real == cwd or cwd.startswith(real.rstrip(os.sep) + os.sep):
+        where = "the current working directory" if real == cwd else (
+            f"an ancestor of the current working directory {cwd!r}")
+        raise ValueError(
+            f"`path` {text!r} is {where}; export into a new directory, e.g. "
+            "serving_path(base, name, version). Nothing was written or deleted.")
+    if not os.path.lexists(path):
+        return path
+    if os.path.isdir(path) and not os.path.islink(path):
+        if _is_saved_model(path):
+            if not overwrite:
+                raise FileExistsError(
+                    f"`path` {path!r} already holds a SavedModel; pass overwrite=True to "
+                    "replace it.")
+            return path
+        if not os.listdir(path):
+            return path  # an empty directory: nothing to lose
+    raise ValueError(
+        f"`path` {path!r} exists and is {_describe(path)}. export_for_serving only "
+        "replaces a SavedModel directory (with overwrite=True); it never deletes anything "
+        "else. Nothing was written or deleted.")
+
+
+def _swap_in(tmp: str, path: str) -> None:
+    """Move the complete export ``tmp`` to ``path``, replacing a SavedModel there.
+
+    Two renames on the same file system; if the second fails the old export is
+    renamed back, so ``path`` always holds a whole SavedModel (or nothing when
+    there was none before).
+    """
+    if not os.path.lexists(path):
+        os.rename(tmp, path)
+        return
+    if not _is_saved_model(path):  # an empty directory (checked by _check_target)
+        os.rmdir(path)
+        os.rename(tmp, path)
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    old = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
+    os.rename(path, old)  # renaming a directory onto an empty one replaces it (POSIX)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)  # the replaced SavedModel, as asked
+
+
 def _feature_shape(net: keras.Model) -> tuple[int | None, ...]:
     """The shape of one example (without the batch axis) that ``net`` takes."""
     try:
@@ -85,6 +168,12 @@ def _feature_shape(net: keras.Model) -> tuple[int | None, ...]:
             raise ValueError(
                 f"`model` must take a single input tensor (served as `{INPUT_NAME}`), "
                 f"got {len(inputs)} inputs.")
+        dtype = keras.backend.standardize_dtype(inputs[0].dtype)
+        if not dtype.startswith(("float", "bfloat")):
+            raise ValueError(
+                f"`model` input {inputs[0].name!r} has dtype {dtype}, but a single-input "
+                f"model is served with a float32 input `{INPUT_NAME}`; cast inside the model "
+                "or take a float input.")
         return tuple(inputs[0].shape[1:])
     config = net.get_build_config() if net.built else None
     shape = (config or {}).get("input_shape")
@@ -154,6 +243,14 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     temporary non-numeric name next to ``path`` and renamed when complete, so
     TF Serving never loads a half-written version.
 
+    Nothing is lost: ``path`` must be new, an empty directory, or (with
+    ``overwrite=True``) a SavedModel directory (one holding ``saved_model.pb``
+    or ``saved_model.pbtxt``). A SavedModel is replaced by two renames after
+    the new export is complete; if anything fails the old export stays. Any
+    other file or directory (a TF Serving base directory holding versions
+    ``1/``, ``2/``, ..., the working directory or one above it, ``""``) is
+    refused before anything is written.
+
     A REST request (``POST /v1/models/<model_name>:predict``) in row format::
 
         {"signature_name": "serving_default", "instances": [[0.1, -1.2, 3.0], [0.0, 0.5, 1.0]]}
@@ -165,6 +262,12 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     and in columnar format ``{"inputs": {"features": [[0.1, -1.2, 3.0]]}}``
     returns ``{"outputs": {"probability": [[0.71]], "logit": [[0.9]]}}``.
 
+    A request of the wrong width or rank fails with ``InvalidArgumentError:
+    Shape of tensor features [2,4] is not compatible with expected shape
+    [?,3]`` (checked by the signature itself); a direct call with float64
+    features gets TensorFlow's own ``input #0 was expected to be a float tensor
+    but is a double tensor`` (TF Serving converts JSON numbers to float32).
+
     Args:
         model: a built Keras model with one input and one output unit, or a
             :class:`DebiasedModel` (its ``net`` is exported).
@@ -172,17 +275,20 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             ``serving_path("export", "ranker", 1)``.
         from_logits: whether the model outputs logits. Default: the
             ``from_logits`` attribute of the compiled loss.
-        overwrite: replace ``path`` if it exists.
+        overwrite: replace ``path`` if it holds a SavedModel.
 
     Returns:
         ``path`` as a normalised string (no trailing separator).
 
     Raises:
-        TypeError: if ``model`` is not a ``keras.Model`` or ``from_logits`` not a bool.
+        TypeError: if ``model`` is not a ``keras.Model``, ``path`` not a path,
+            or ``from_logits`` or ``overwrite`` not a bool.
         ValueError: if the input shape of ``model`` is unknown (not built), it
             has several inputs, several outputs or several output units, or
-            ``from_logits`` is None and the compiled loss does not tell.
-        FileExistsError: if ``path`` exists and ``overwrite`` is False.
+            ``from_logits`` is None and the compiled loss does not tell; if
+            ``path`` is empty, the working directory or one of its ancestors,
+            or holds anything but a SavedModel (the message says what is there).
+        FileExistsError: if ``path`` holds a SavedModel and ``overwrite`` is False.
 
     Example:
         >>> import os, shutil, tempfile, keras, tensorflow as tf, adpue_tf as adp
@@ -206,12 +312,15 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     net = model.net if isinstance(model, DebiasedModel) else model
     feature_shape = _feature_shape(net)
     logits_out = _resolve_from_logits(model, from_logits)
-    path = os.path.normpath(os.fspath(path))
-    if os.path.lexists(path) and not overwrite:
-        raise FileExistsError(
-            f"`path` {path!r} already exists; pass overwrite=True to replace it.")
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
+    path = _check_target(path, overwrite)
 
     def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
+        # Checked when served: a wrong width or rank fails here, naming the input
+        # ("Shape of tensor features [2,4] is not compatible with expected shape
+        # [?,3]"), not inside the first layer.
+        features = tf.ensure_shape(features, (None, *feature_shape), name=f"{INPUT_NAME}_shape")
         out = net(features, training=False)
         _check_output(out)
         out = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
@@ -233,12 +342,8 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
         archive.write_out(tmp, verbose=False)
-        if os.path.lexists(path):  # overwrite=True, checked above
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.remove(path)
-        os.rename(tmp, path)
+        _check_target(path, overwrite)  # again: something may have appeared meanwhile
+        _swap_in(tmp, path)
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -324,23 +324,157 @@ def test_rank_one_output_is_served_as_a_column(tmp_path):
     np.testing.assert_allclose(out["logit"][:, 0], model.predict(x, verbose=0), atol=1e-6)
 
 
-def test_existing_path_needs_overwrite(tmp_path):
+def _tree(root):
+    """Every path under ``root`` with the bytes of each file."""
+    root = Path(root)
+    return sorted((str(p.relative_to(root)), p.read_bytes() if p.is_file() else None)
+                  for p in root.rglob("*"))
+
+
+def _biased(bias):
+    """A tiny model whose logit for zero features is ``bias``."""
+    model = _tiny()
+    model.layers[-1].bias.assign([bias])
+    return model
+
+
+def _logit0(path):
+    return float(_serve(str(path), np.zeros((1, DIM), np.float32))["logit"][0, 0])
+
+
+def test_existing_saved_model_needs_overwrite_and_is_replaced(tmp_path):
     path = tmp_path / "ranker" / "1"
-    path.mkdir(parents=True)
-    (path / "stale.txt").write_text("old")
-    with pytest.raises(FileExistsError, match="`path`"):
-        export_for_serving(_tiny(), path)
-    assert sorted(p.name for p in path.iterdir()) == ["stale.txt"]
-    assert issubclass(FileExistsError, OSError)
-    assert export_for_serving(_tiny(), path, overwrite=True) == str(path)
-    assert not (path / "stale.txt").exists() and (path / "saved_model.pb").is_file()
+    export_for_serving(_biased(1.0), path)
+    (path / "assets.extra").mkdir()
+    (path / "assets.extra" / "old.txt").write_text("old")
+    before = _tree(tmp_path)
+    with pytest.raises(FileExistsError, match="already holds a SavedModel; pass overwrite=True"):
+        export_for_serving(_biased(2.0), path)
+    assert _tree(tmp_path) == before and _logit0(path) == 1.0
+    assert export_for_serving(_biased(2.0), path, overwrite=True) == str(path)
+    assert _logit0(path) == 2.0 and not (path / "assets.extra").exists()
     assert [p.name for p in path.parent.iterdir()] == ["1"]  # no temporary directory left
-    assert export_for_serving(_tiny(), f"{path}{os.sep}", overwrite=True) == str(path)
-    assert [p.name for p in path.parent.iterdir()] == ["1"]
-    file_path = tmp_path / "file"
-    file_path.write_text("x")
-    with pytest.raises(FileExistsError, match="`path`"):
-        export_for_serving(_tiny(), file_path)
+    assert export_for_serving(_biased(3.0), f"{path}{os.sep}", overwrite=True) == str(path)
+    assert _logit0(path) == 3.0 and [p.name for p in path.parent.iterdir()] == ["1"]
+    pbtxt = tmp_path / "text_model"  # a SavedModel in text form counts too
+    pbtxt.mkdir()
+    (pbtxt / "saved_model.pbtxt").write_text("meta_graphs {}")
+    export_for_serving(_biased(4.0), pbtxt, overwrite=True)
+    assert _logit0(pbtxt) == 4.0 and not (pbtxt / "saved_model.pbtxt").exists()
+
+
+def test_an_empty_directory_is_used_without_overwrite(tmp_path):
+    path = tmp_path / "m" / "1"
+    path.mkdir(parents=True)
+    export_for_serving(_biased(0.5), path)
+    assert _logit0(path) == 0.5 and [p.name for p in path.parent.iterdir()] == ["1"]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("given", ["", ".", "./", "cwd", "parent", "root"])
+def test_working_directory_and_its_ancestors_are_refused(tmp_path, monkeypatch, given,
+                                                         overwrite):
+    cwd = tmp_path / "project" / "work"
+    cwd.mkdir(parents=True)
+    (cwd / "notes.txt").write_text("mine")
+    (cwd.parent / "data.csv").write_text("1,2")
+    monkeypatch.chdir(cwd)
+    path = {"cwd": str(cwd), "parent": str(cwd.parent), "root": os.sep}.get(given, given)
+    before = _tree(tmp_path)
+    words = ("must name a directory" if given == "" else
+             "is the current working directory" if given in (".", "./", "cwd") else
+             "is an ancestor of the current working directory")
+    with pytest.raises(ValueError, match=words):
+        export_for_serving(_tiny(), path, overwrite=overwrite)
+    assert _tree(tmp_path) == before
+
+
+def test_serving_base_directory_is_refused(tmp_path):
+    base = tmp_path / "export" / "ranker"
+    for version in (1, 2):
+        export_for_serving(_biased(float(version)), base / str(version))
+    before = _tree(tmp_path)
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match=r"a TF Serving base directory holding "
+                                             r"versions 1, 2.*Nothing was written or deleted"):
+            export_for_serving(_tiny(), base, overwrite=overwrite)
+    assert _tree(tmp_path) == before
+    assert _logit0(base / "1") == 1.0 and _logit0(base / "2") == 2.0
+
+
+def test_other_files_and_directories_are_refused(tmp_path):
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "notes.txt").write_text("old")
+    (tmp_path / "file").write_text("x")
+    os.symlink(stale, tmp_path / "link")
+    before = _tree(tmp_path)
+    for name, words in (("stale", r"a directory that is not a SavedModel \(it holds notes.txt\)"),
+                        ("file", "exists and is a file"),
+                        ("link", "a symbolic link to")):
+        for overwrite in (False, True):
+            with pytest.raises(ValueError, match=words):
+                export_for_serving(_tiny(), tmp_path / name, overwrite=overwrite)
+    assert _tree(tmp_path) == before
+    with pytest.raises(TypeError, match="`path`"):
+        export_for_serving(_tiny(), 3)
+    with pytest.raises(TypeError, match="`overwrite`"):
+        export_for_serving(_tiny(), tmp_path / "new", overwrite="yes")
+    assert _tree(tmp_path) == before
+
+
+def test_a_failed_export_keeps_the_old_one(tmp_path, monkeypatch):
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(1.0), path)
+    before = _tree(tmp_path)
+
+    def broken_write(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:  # the new export fails half-way through writing
+        # the class Keras builds for the TF backend (a private subclass of ExportArchive)
+        m.setattr(type(keras.export.ExportArchive()), "write_out", broken_write)
+        with pytest.raises(OSError, match="disk full"):
+            export_for_serving(_biased(2.0), path, overwrite=True)
+    assert _tree(tmp_path) == before
+
+    real_rename, calls = os.rename, []
+
+    def rename(src, dst):  # the swap fails after the old export was moved aside
+        calls.append((src, dst))
+        if len(calls) == 2:
+            raise OSError("rename failed")
+        real_rename(src, dst)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "rename", rename)
+        with pytest.raises(OSError, match="rename failed"):
+            export_for_serving(_biased(2.0), path, overwrite=True)
+    assert len(calls) == 3 and calls[2] == (calls[0][1], str(path))  # moved back
+    assert _tree(tmp_path) == before and _logit0(path) == 1.0
+
+
+def test_wrong_width_or_rank_names_the_input(tmp_path):
+    path = export_for_serving(_tiny(), tmp_path / "m")
+    for shape, got in (((2, DIM + 1), "[2,4]"), ((DIM,), "[3]"), ((1, 2, DIM), "[1,2,3]")):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=re.escape(f"Shape of tensor features {got} is not compatible "
+                                           f"with expected shape [?,{DIM}]")):
+            _serve(path, np.zeros(shape, np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="expected to be a float tensor but is a double tensor"):
+        _serve(path, np.zeros((2, DIM), np.float64))  # TF's own check of the dtype
+    with pytest.raises(TypeError, match="missing a required argument: 'features'"):
+        tf.saved_model.load(path).signatures["serving_default"](x=tf.zeros((2, DIM)))
+
+
+def test_string_input_is_refused_naming_it(tmp_path):
+    ids = keras.Input((1,), dtype="string", name="item_id")
+    hashed = keras.layers.Hashing(num_bins=8, output_mode="one_hot")(ids)
+    model = keras.Model(ids, keras.layers.Dense(1)(hashed))
+    with pytest.raises(ValueError, match="input 'item_id' has dtype string"):
+        export_for_serving(model, tmp_path / "m", from_logits=True)
+    assert not (tmp_path / "m").exists()
 
 
 def _two_outputs():

@@ -31,35 +31,10 @@ A search (``validation_data`` is required; build it from held-out rows with
     model = tuner.get_best_models(1)[0]
 
 Distributed tuning:
-    KerasTuner runs one search over several machines with a *chief* that
-    holds the oracle (it proposes the hyper-parameters and records the
-    scores; it trains nothing) and *workers* that each build, train and score
-    trials. Every process runs the **same** script (the same tuner class,
-    ``objective``, ``max_trials``, ``directory`` and ``project_name``); its
-    role comes from three environment variables:
-
-    * ``KERASTUNER_TUNER_ID``: ``"chief"`` for the chief, a unique name such
-      as ``"tuner0"``, ``"tuner1"``, ... for each worker.
-    * ``KERASTUNER_ORACLE_IP``: the address of the chief (the chief binds its
-      gRPC server to it; workers connect to it).
-    * ``KERASTUNER_ORACLE_PORT``: the chief's port, the same everywhere.
-
-    With ``KERASTUNER_ORACLE_IP`` unset the search is local. ``directory``
-    should be on storage every process can read (workers write the trials'
-    checkpoints there, and ``get_best_models`` on the chief reads them)::
-
-        # chief: serves the oracle until the search is done
-        KERASTUNER_TUNER_ID=chief KERASTUNER_ORACLE_IP=10.0.0.1 \\
-            KERASTUNER_ORACLE_PORT=8000 python tune.py
-        # each worker (one per machine or per GPU)
-        KERASTUNER_TUNER_ID=tuner0 KERASTUNER_ORACLE_IP=10.0.0.1 \\
-            KERASTUNER_ORACLE_PORT=8000 python tune.py
-
-    where ``tune.py`` builds the data, a ``DebiasedHyperModel`` and the tuner,
-    and calls ``tuner.search(train_ds, validation_data=val_ds, epochs=...)``.
-    A worker can also use several GPUs: pass
-    ``distribution_strategy=tf.distribute.MirroredStrategy()`` to the tuner
-    (the data builders interleave every source into each replica's slice).
+    KerasTuner's distributed mode (a chief holding the oracle, workers
+    training trials, set by ``KERASTUNER_TUNER_ID``, ``KERASTUNER_ORACLE_IP``
+    and ``KERASTUNER_ORACLE_PORT``) works unchanged; the documentation's page
+    "Distributed tuning" (``docs/distributed-tuning.md``) shows how to run it.
     Do not pass ``optimizer=``, ``loss=`` or ``metrics=`` to the tuner: they
     would recompile the model and drop the risk metrics the objective reads.
 """
