@@ -28,6 +28,7 @@ from adpue_tf.losses import (
     PNULoss,
     UPULoss,
 )
+from adpue_tf.distributed import MultiWorkerModel
 from adpue_tf.model import DebiasedModel
 from adpue_tf.risks import RiskTerms
 from adpue_tf.serving import export_for_serving, serving_path
@@ -45,6 +46,7 @@ __all__ = [
     "DebiasedModel",
     "DoubleADSSLoss",
     "LogitLoss",
+    "MultiWorkerModel",
     "NNPULoss",
     "PNULoss",
     "RefreshDagger",

@@ -46,6 +46,7 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf._batch import num_replicas, to_logits
+from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskTracker
 
@@ -72,7 +73,7 @@ def _check_one_output(name: str, net: Any) -> None:
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
-class DebiasedModel(keras.Model):
+class DebiasedModel(MultiWorkerFit, keras.Model):
     """Wrap a one-output Keras model for alternate learning of ``p(y=1|x)``.
 
     Args:

@@ -12,11 +12,10 @@ writes a JSON report: the logged loss and risk metrics, the weight deltas
 reference gradients for the batch where the non-negative correction fires.
 
 With ``--worker I`` it is one of two ``MultiWorkerMirroredStrategy`` workers
-(``TF_CONFIG`` set by the caller, one CPU replica per worker). Keras 3.15's
-``fit`` cannot run under that strategy (its ``_maybe_symbolic_build`` calls
-``strategy.reduce`` on a per-replica batch and fails, keras-team/keras#20585),
-so the worker drives Keras's own ``model.train_step`` with ``strategy.run``
-and calls the callbacks' batch hooks itself.
+(``TF_CONFIG`` set by the caller, one CPU replica per worker) and trains with
+``model.fit`` too: plain models wrapped in :class:`adpue_tf.MultiWorkerModel`,
+``DebiasedModel`` as it is (both carry the fix for keras-team/keras#20585, see
+:mod:`adpue_tf.distributed`), with ``BackupAndRestore`` among the callbacks.
 
 Usage::
 
@@ -121,9 +120,11 @@ def _linear():
 
 
 def _plain(net, loss, log_risk=True):
-    net.compile(keras.optimizers.SGD(1.0), loss=loss,
-                metrics=metrics.risk_metrics(loss) if log_risk else None)
-    return net, net
+    """The net compiled as it is; under several workers, in a MultiWorkerModel."""
+    model = adp.MultiWorkerModel(net) if adp.distributed.is_multi_worker() else net
+    model.compile(keras.optimizers.SGD(1.0), loss=loss,
+                  metrics=metrics.risk_metrics(loss) if log_risk else None)
+    return model, net
 
 
 def _debiased(loss):
@@ -146,7 +147,7 @@ def _direct(loss):
 
 
 CASES = {
-    # name: (make (model, net), make dataset, make callbacks, steps)
+    # name: (make (model, net), make dataset, make callbacks, steps per epoch[, epochs])
     "pue_plain": (lambda: _plain(_mlp(0, regularized=True), adp.ADPUELoss(from_logits=True)),
                   _random_pue(), list, 1),
     "pue_debiased": (lambda: _debiased(adp.ADPUELoss(from_logits=True)), _random_pue(),
@@ -160,6 +161,9 @@ CASES = {
     # nnPU's step: gradient of -gamma * R-
     "fired_gamma": (lambda: _direct(adp.ADPUELoss(from_logits=True, gamma=0.5)),
                     _fired_pue(), list, 1),
+    # several epochs of alternate learning, a refresh per epoch, validation data
+    "pue_rounds": (lambda: _debiased(adp.ADPUELoss(from_logits=True)), _random_pue(),
+                   lambda: [adp.RefreshDagger(every_n_epochs=1)], 2, 3),
 }
 #: gamma of the fired cases, for the NumPy reference
 FIRED_GAMMA = {"fired": None, "fired_gamma": 0.5}
@@ -175,57 +179,34 @@ def _state(model, net, before):
     return out
 
 
-def _run(name, strategy):
-    """``model.fit`` for ``steps`` steps, under ``strategy`` (None: no strategy)."""
-    make_model, make_ds, make_callbacks, steps = CASES[name]
+def _run(name, strategy, backup_dir=None):
+    """``model.fit`` for ``steps`` steps, under ``strategy`` (None: no strategy).
+
+    Cases with several epochs also validate on the training stream. With
+    ``backup_dir``, ``BackupAndRestore`` joins the callbacks.
+    """
+    make_model, make_ds, make_callbacks, steps, *rest = CASES[name]
+    epochs = rest[0] if rest else 1
     keras.utils.set_random_seed(0)
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model, net = make_model()
     before = [np.array(w) for w in net.get_weights()]
-    hist = model.fit(make_ds(), epochs=1, steps_per_epoch=steps, verbose=0,
-                     callbacks=make_callbacks())
-    return {"replicas": int(model.distribute_strategy.num_replicas_in_sync),
-            "logs": {k: float(v[-1]) for k, v in hist.history.items()},
-            **_state(model, net, before)}
-
-
-def _run_loop(name, strategy):
-    """As :func:`_run`, but ``strategy.run(model.train_step)`` instead of ``fit``.
-
-    The logs are this worker's local metric results (for the loss: Keras logs
-    ``num_replicas`` × this replica's share; ``fit`` would average the workers).
-    """
-    make_model, make_ds, make_callbacks, steps = CASES[name]
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model, net = make_model()
-        model.optimizer.build(model.trainable_variables)
-    before = [np.array(w) for w in net.get_weights()]
-
-    @tf.function
-    def step(data):
-        return strategy.run(model.train_step, args=(data,))
-
     callbacks = make_callbacks()
-    for cb in callbacks:
-        cb.set_model(model)
-        cb.on_train_begin()
-    batches = iter(strategy.experimental_distribute_dataset(make_ds()))
-    for i in range(steps):
-        for cb in callbacks:
-            cb.on_train_batch_begin(i)
-        logs = step(next(batches))
-        for cb in callbacks:
-            cb.on_train_batch_end(i)
-    logs = {k: float(strategy.experimental_local_results(v)[0]) for k, v in logs.items()}
-    return {"replicas": int(strategy.num_replicas_in_sync), "logs": logs,
+    if backup_dir is not None:
+        callbacks.append(keras.callbacks.BackupAndRestore(os.path.join(backup_dir, name)))
+    extra = dict(validation_data=make_ds(), validation_steps=steps) if epochs > 1 else {}
+    hist = model.fit(make_ds(), epochs=epochs, steps_per_epoch=steps, verbose=0,
+                     callbacks=callbacks, **extra)
+    return {"replicas": int(model.distribute_strategy.num_replicas_in_sync),
+            "epochs": len(hist.history["loss"]),
+            "logs": {k: float(v[-1]) for k, v in hist.history.items()},
             **_state(model, net, before)}
 
 
 def _replica_view(name, strategy):
     """What each replica receives of the first global batch (for the non-vacuity check)."""
-    _, make_ds, _, _ = CASES[name]
+    make_ds = CASES[name][1]
     dist = strategy.experimental_distribute_dataset(make_ds())
     x, y = next(iter(dist))
     xs = [np.asarray(t) for t in strategy.experimental_local_results(x)]
@@ -302,6 +283,7 @@ def main(argv=None) -> None:
     parser.add_argument("--worker", type=int, default=None,
                         help="MultiWorkerMirroredStrategy worker index (TF_CONFIG set)")
     parser.add_argument("--cases", default=None, help="comma-separated subset of cases")
+    parser.add_argument("--backup", default=None, help="BackupAndRestore directory (workers)")
     opts = parser.parse_args(argv)
     names = opts.cases.split(",") if opts.cases else list(CASES)
     # Both must happen before any TensorFlow op runs.
@@ -320,7 +302,7 @@ def main(argv=None) -> None:
                 case["reference"] = _fired_reference(case["view"], FIRED_GAMMA[name])
         else:
             # compared with the "single" runs of the MirroredStrategy report
-            case = {"multiworker": _run_loop(name, strategy)}
+            case = {"multiworker": _run(name, strategy, opts.backup)}
         report["cases"][name] = case
     if opts.worker is not None:
         report["worker"] = opts.worker

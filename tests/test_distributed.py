@@ -3,9 +3,10 @@
 Logical CPU devices must be configured before TensorFlow initialises, so the
 training runs in subprocesses (``tests/dist_step.py``): one with
 ``MirroredStrategy`` over two logical CPUs, and two ``MultiWorkerMirroredStrategy``
-workers on 127.0.0.1 (one CPU replica each). All start together (module
-fixture) and each compares with a one-device run of the same model, weights,
-global batch and SGD(learning_rate=1.0) step, so weight deltas are -gradients.
+workers on 127.0.0.1 (one CPU replica each), all with ``model.fit``. All start
+together (module fixture) and each compares with a one-device run of the same
+model, weights, global batch and SGD(learning_rate=1.0) step, so weight deltas
+are -gradients.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ HELPER = Path(__file__).with_name("dist_step.py")
 ROOT = HELPER.parent.parent
 RTOL, ATOL = 1e-5, 1e-6
 TIMEOUT = 400
-MWMS_CASES = ["pue_debiased", "fired"]
+MWMS_CASES = ["pue_debiased", "fired", "pue_rounds"]
 
 
 def _env(**extra):
@@ -94,7 +95,10 @@ def reports(tmp_path_factory):
     for i in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
         jobs[f"worker{i}"] = start(f"worker{i}", ["--worker", str(i), "--cases",
-                                                  ",".join(MWMS_CASES)],
+                                                  ",".join(MWMS_CASES),
+                                                  # Keras 3's BackupAndRestore writes one
+                                                  # file: one directory per worker
+                                                  "--backup", str(tmp / f"backup{i}")],
                                    _env(TF_CONFIG=tf_config))
     return _wait_all(jobs)
 
@@ -190,21 +194,29 @@ def test_gamma_step_differs_from_max_step(mirrored):
 
 
 @pytest.mark.parametrize("name", MWMS_CASES)
-def test_multi_worker_step_equals_one_device(reports, mirrored, name):
-    single = mirrored[name]["single"]  # same model, batch and step on one device
+def test_multi_worker_fit_equals_one_device(reports, mirrored, name):
+    """``model.fit`` on two workers: the one-device step, the same state on both."""
+    single = mirrored[name]["single"]  # same model, batch and steps on one device
     workers = []
     for i in range(2):
         report, err = reports[f"worker{i}"]
         assert err is None, f"worker {i}: {err}"
         assert report["worker"] == i
-        workers.append(report["cases"][name])
-    for case in workers:
-        assert case["multiworker"]["replicas"] == 2
-        # the risk parts are global; the loss each worker logs is its local share x 2
-        dist = case["multiworker"]
-        _assert_same_step(single, dist, losses=False)
-        for key in ("risk", "r_pos", "r_neg", "nn_fired"):
-            _close(dist["logs"][key], single["logs"][key], key)
-    local = [c["multiworker"]["logs"]["loss"] for c in workers]
-    _close(np.mean(local), single["logs"]["loss"], "loss averaged over workers")
-    assert not np.isclose(local[0], local[1])  # the workers saw different rows
+        workers.append(report["cases"][name]["multiworker"])
+    for dist in workers:
+        assert dist["replicas"] == 2
+        assert dist["epochs"] == single["epochs"]
+        # fit averages the workers' logs: the global loss and risk parts
+        _assert_same_step(single, dist)
+    # in sync: the same weights, snapshot and refresh count on both workers
+    assert workers[0]["deltas"] == workers[1]["deltas"]
+    assert workers[0].get("snapshot") == workers[1].get("snapshot")
+    assert workers[0].get("refreshes") == workers[1].get("refreshes")
+
+
+def test_refreshes_happen_on_every_worker(reports, mirrored):
+    for i in range(2):
+        case = reports[f"worker{i}"][0]["cases"]["pue_rounds"]["multiworker"]
+        # one refresh by hand before fit (dist_step._debiased), then one per epoch
+        assert case["refreshes"] == 1 + 3 == mirrored["pue_rounds"]["single"]["refreshes"]
+        assert case["dagger_mode"] == 2
