@@ -34,6 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--split", type=float, default=0.5, help="PU share of training rows")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
 
+    logs = sub.add_parser("simulate-logs",
+                          help="write a simulated ad log with known truth as TFRecord shards")
+    logs.add_argument("--rows", type=int, required=True, help="logged rows (PU + exposure)")
+    logs.add_argument("--shards", type=int, default=4, help="files per log")
+    logs.add_argument("--out", required=True, help="a new or empty directory")
+    logs.add_argument("--seed", type=int, default=0, help="seed of the generator and rows")
+    logs.add_argument("--eval-rows", type=int, default=20_000,
+                      help="held-out rows with the true p(y=1|x)")
+    logs.add_argument("--exposure-share", type=float, default=0.5,
+                      help="share of the logged rows in the exposure log")
+
     bench = sub.add_parser("bench", help="reproduce the paper's tables")
     kinds = bench.add_subparsers(dest="table", required=True)
     linear = kinds.add_parser("linear", help="Table 1: linear models on LIBSVM data")
@@ -91,6 +102,17 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate_logs(args: argparse.Namespace) -> int:
+    from adpue_tf.synthetic import write_ad_log
+
+    start = time.monotonic()
+    meta = write_ad_log(args.out, rows=args.rows, shards=args.shards, seed=args.seed,
+                        eval_rows=args.eval_rows, exposure_share=args.exposure_share)
+    counts = ", ".join(f"{k}: {v:,} rows" for k, v in meta["counts"].items())
+    print(f"wrote {args.out}: {counts}; {time.monotonic() - start:.1f} s")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from adpue_tf.experiments.demo import DemoConfig, format_table, run_demo
 
@@ -109,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("tensorflow").setLevel(logging.ERROR)  # retracing notices of the benches
     args = build_parser().parse_args(argv)
     try:
-        return {"demo": _demo, "bench": _bench}[args.command](args)
+        return {"demo": _demo, "bench": _bench, "simulate-logs": _simulate_logs}[args.command](args)
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"adpue-tf: error: {err}", file=sys.stderr)
         return 2
