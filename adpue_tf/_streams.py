@@ -9,6 +9,7 @@ streams of a setting into interleaved batches.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -31,11 +32,43 @@ class Stream:
     batches: Callable[[int, bool, int | None], tf.data.Dataset]
 
 
+def check_exposure(arg: str, e: np.ndarray) -> None:
+    """Refuse an exposure vector with no exposure; warn when nothing is unexposed.
+
+    ``e`` all 0: nothing tells unexposed negatives from unseen positives, and a
+    PUE/PE model then predicts ``p(y=1|x) ≈ 1`` everywhere; the ``a = f†·(1-E)``
+    terms would self-label every row. Refused. ``e`` all 1: the terms in ``a``
+    vanish and the risk reduces to BCE on ``W`` (no debiasing). That is right
+    when every candidate was shown, but it is also what an impression log that
+    records only the shown items looks like, so it warns.
+    """
+    if not np.any(e):
+        raise ValueError(
+            f"`{arg}` holds no exposure (all {len(e)} values are 0): the risk cannot tell "
+            "unexposed negatives from unseen positives, and the model would predict "
+            "p(y=1|x) ≈ 1 everywhere. Pass an exposure log with its exposed rows (E=1)."
+        )
+    if np.all(e):
+        warnings.warn(
+            f"`{arg}` has no unexposed rows (all {len(e)} values are 1): the debiasing "
+            "terms vanish and the risk reduces to BCE on W. That is right only if every "
+            "candidate was shown; a log of impressions alone needs the candidates that "
+            "were not shown (E=0) too.", UserWarning, stacklevel=5)
+
+
 def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
-    x = check_finite(name, np.asarray(check_finite(name, x), dtype=np.float32))  # + overflow
+    x = check_finite(name, x)
+    if x.size and np.issubdtype(x.dtype, np.floating):
+        big = float(np.max(np.abs(x)))
+        if big > float(np.finfo(np.float32).max):
+            raise ValueError(f"`{name}` holds {big:g}, beyond the float32 range (±3.4e38).")
+    x = np.asarray(x, dtype=np.float32)
     if x.ndim < 1 or len(x) == 0:
         raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")
+    if 0 in x.shape[1:]:
+        raise ValueError(f"`{name}` has zero-width features: shape {x.shape}; every row "
+                         "needs at least one feature.")
     packed = {}
     for role, (arg, value) in labels.items():
         if value is None:
@@ -43,6 +76,8 @@ def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
         packed[role] = check_binary(arg, value)
         if len(packed[role]) != len(x):
             raise ValueError(f"`{arg}` has {len(packed[role])} rows but `{name}` has {len(x)}.")
+    if "e" in packed:
+        check_exposure(labels["e"][0], packed["e"])
     if source == Source.SSE and np.any(packed["w"] > packed["e"]):
         (w_arg, _), (e_arg, _) = labels["w"], labels["e"]
         raise ValueError(f"`{w_arg}` must be 0 where `{e_arg}` is 0 (W = E*Y) in SSE data.")
@@ -78,6 +113,9 @@ def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict
     for arg, s in zip([name] + args, specs):
         if not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool):
             raise TypeError(f"`{arg}` must be numeric, got dtype {s.dtype.name}.")
+    if specs[0].shape.rank and 0 in specs[0].shape.as_list():
+        raise ValueError(f"`{name}` has zero-width features: rows of shape {specs[0].shape}; "
+                         "every row needs at least one feature.")
     for arg, s in zip(args, specs[1:]):
         if s.shape.rank is None or s.shape.as_list() not in ([], [1]):
             raise ValueError(f"`{arg}` rows must have shape () or (1,), got {s.shape}.")

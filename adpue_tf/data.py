@@ -19,6 +19,20 @@ evenly over the batch, so when a distribution strategy splits a batch into
 ``R`` contiguous slices, one per replica, each slice holds every source with
 ``k_i >= 2R`` (``k_i >= R`` when there are two streams).
 
+A ``batch_size`` larger than the data (default ``shares``) is capped at the
+number of rows, with a warning: one batch per epoch holding every row once, as
+Keras does with arrays. With explicit ``shares`` a small stream may need more
+rows per batch than it has (oversampling); its rows then repeat within a
+batch, and a warning says so and which ``batch_size`` avoids it.
+
+Exposure: an exposure vector (``e``, ``e_sse``) given as an array that holds
+no exposure at all (every value 0) is refused, because nothing then tells
+unexposed negatives from unseen positives and the model learns
+``p(y=1|x) ≈ 1``; one with no unexposed row (every value 1) warns, because
+the debiasing terms vanish and the risk becomes BCE on ``W``: right only when
+every candidate was shown. A ``tf.data.Dataset`` is streamed, so these two
+checks apply to arrays only.
+
 Epoch: one epoch is ``max_i ceil(n_i / k_i)`` batches (:func:`epoch_length`),
 enough that every row of the stream that takes longest is seen at least once;
 the other streams repeat, reshuffled, as needed. The dataset has this finite
@@ -37,6 +51,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
@@ -176,6 +191,35 @@ def _zip(streams: Sequence[Stream], counts: list[int], shuffle: bool,
     return tf.data.Dataset.zip(parts).map(merge, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def _fit_batch_size(streams: Sequence[Stream], weights: list[float], batch_size: int,
+                    default_shares: bool) -> int:
+    """Cap ``batch_size`` at the data's size (default shares) or warn of repeated rows."""
+    rows = [s.rows for s in streams]
+    if default_shares and batch_size > sum(rows):
+        warnings.warn(
+            f"`batch_size`={batch_size} is larger than the data ({sum(rows)} rows in all); "
+            f"using batch_size={sum(rows)}: one batch per epoch, every row once.",
+            UserWarning, stacklevel=4)
+        return sum(rows)
+    counts = batch_counts(weights, batch_size)
+    over = [(s, k) for s, k in zip(streams, counts) if s.rows is not None and k > s.rows]
+    if over:
+        fit = max(len(streams), min(
+            int(s.rows * sum(weights) / w) for s, w in zip(streams, weights) if s.rows))
+        fit = min(fit, batch_size)
+        while fit > len(streams) and any(
+                s.rows is not None and k > s.rows
+                for s, k in zip(streams, batch_counts(weights, fit))):
+            fit -= 1
+        said = "; ".join(f"{k} rows of `{s.name}` in each batch but it has only {s.rows}, "
+                         f"so each of its rows repeats about {k / s.rows:.1f}x within a batch"
+                         for s, k in over)
+        warnings.warn(
+            f"`batch_size`={batch_size} with these `shares` puts {said}. "
+            f"batch_size <= {fit} avoids it.", UserWarning, stacklevel=4)
+    return batch_size
+
+
 def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int | None,
            shuffle: bool, steps_per_epoch: int | None) -> tf.data.Dataset:
     """Validate, count, zip, interleave, cut to one epoch and prefetch."""
@@ -189,7 +233,9 @@ def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int
         )
     if seed is not None:
         check_int("seed", seed, -(2**63))
-    counts = batch_counts(_share_weights(shares, streams), batch_size)
+    weights = _share_weights(shares, streams)
+    batch_size = _fit_batch_size(streams, weights, batch_size, shares is None)
+    counts = batch_counts(weights, batch_size)
     n = (epoch_length([s.rows for s in streams], counts) if steps_per_epoch is None
          else check_int("steps_per_epoch", steps_per_epoch, 1))
     ds = _zip(streams, counts, bool(shuffle), seed).take(n)
@@ -217,9 +263,15 @@ def pue_dataset(x_pu: Input, w: Any, x_e: Input, e: Any, *, batch_size: int = 51
         A finite Dataset of ``(x, y)`` batches, ``y = (w, e, source)``.
 
     Raises:
-        TypeError: on non-numeric data or a wrongly typed argument.
-        ValueError: on labels outside {0, 1}, NaN/inf, mismatched shapes or
-            lengths, empty data, or bad ``batch_size``/``shares``.
+        TypeError: on non-numeric or complex data or a wrongly typed argument.
+        ValueError: on labels outside {0, 1}, NaN/inf or values beyond float32,
+            mismatched shapes or lengths, ragged, empty or zero-width data, an
+            ``e`` with no exposure (all 0), or bad ``batch_size``/``shares``.
+
+    Warns:
+        UserWarning: an ``e`` with no unexposed row (all 1: no debiasing); a
+            ``batch_size`` larger than the data (capped), or ``shares`` that
+            repeat a stream's rows within a batch.
 
     Example:
         >>> ds = pue_dataset(np.ones((6, 2)), [0, 1, 0, 1, 0, 1],

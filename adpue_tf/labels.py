@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from adpue_tf._checks import check_int
+
 __all__ = [
     "Source",
     "W",
@@ -41,6 +43,7 @@ __all__ = [
     "pack_p",
     "pack_u",
     "pack_sse",
+    "as_real_array",
     "check_binary",
     "check_finite",
     "check_packed",
@@ -80,12 +83,46 @@ class Source(enum.IntEnum):
     SSE = 4
 
 
-def _as_1d(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value)
+def as_real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a NumPy array of real numbers (bool, int or float).
+
+    Args:
+        name: argument name used in the error message.
+        value: array-like.
+
+    Returns:
+        The input as a NumPy array (not copied when already one).
+
+    Raises:
+        ValueError: if ``value`` is a ragged nest of sequences (rows of different lengths).
+        TypeError: if the values are complex, strings, objects or otherwise not numbers.
+
+    Example:
+        >>> as_real_array("x", [[1, 2], [3, 4]]).shape
+        (2, 2)
+        >>> as_real_array("x", [[1, 2], [3]])
+        Traceback (most recent call last):
+        ...
+        ValueError: `x` is ragged: its rows have different lengths (...). Pad them, or ...
+    """
+    try:
+        arr = np.asarray(value)
+    except ValueError as err:  # NumPy >= 1.24 refuses ragged nests
+        raise ValueError(
+            f"`{name}` is ragged: its rows have different lengths ({err}). Pad them, or "
+            "pass a tf.data.Dataset of rows."
+        ) from None
+    if np.iscomplexobj(arr):
+        raise TypeError(f"`{name}` must hold real numbers, got complex dtype {arr.dtype}.")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
     ):
         raise TypeError(f"`{name}` must be numeric, got dtype {arr.dtype}.")
+    return arr
+
+
+def _as_1d(name: str, value: Any) -> np.ndarray:
+    arr = as_real_array(name, value)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -106,18 +143,14 @@ def check_finite(name: str, value: Any) -> np.ndarray:
         The input as a NumPy array.
 
     Raises:
-        TypeError: if the values are not numeric.
-        ValueError: if any value is NaN or infinite.
+        TypeError: if the values are not real numbers (complex, strings, objects).
+        ValueError: if any value is NaN or infinite, or ``value`` is ragged.
 
     Example:
         >>> check_finite("x", [1.0, 2.0]).shape
         (2,)
     """
-    arr = np.asarray(value)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
-    ):
-        raise TypeError(f"`{name}` must be numeric, got dtype {arr.dtype}.")
+    arr = as_real_array(name, value)
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"`{name}` contains {bad} NaN or infinite value(s).")
@@ -168,13 +201,14 @@ def pack_labels(
         e: exposures ``E`` (required for ``E`` and ``SSE``; not allowed for
             the other sources).
         dagger: optional proxy ``f†`` per row, in ``[0, 1]`` (adds column 3).
-        n: number of rows, required when neither ``w`` nor ``e`` is given
-            (sources ``P`` and ``U``).
+        n: number of rows (an int ``>= 1``), required when neither ``w`` nor
+            ``e`` is given (sources ``P`` and ``U``).
 
     Returns:
         A float32 array of shape ``(n, 3)``, or ``(n, 4)`` with ``dagger``.
 
     Raises:
+        TypeError: if ``n`` is not an int, or labels are not real numbers.
         ValueError: on an unknown source, a missing or extra label, labels
             outside {0, 1}, NaN/inf, mismatched lengths, ``dagger`` outside
             ``[0, 1]`` or an empty data set.
@@ -205,7 +239,7 @@ def pack_labels(
     e_arr = check_binary("e", e) if e is not None else None
     lengths = {len(a) for a in (w_arr, e_arr) if a is not None}
     if n is not None:
-        lengths.add(int(n))
+        lengths.add(check_int("n", n, 1, " (the number of rows)"))
     if not lengths:
         raise ValueError(f"Source {src.name} needs `n`, the number of rows.")
     if len(lengths) > 1:

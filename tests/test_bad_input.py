@@ -25,3 +25,169 @@ def run_case(call, expected):
     return message
 
 # Sections below, one per entry point.
+
+
+# ------------------------------------------------------------------ data builders, pack_labels, loaders
+# (adpue_tf.data, adpue_tf.labels, adpue_tf.experiments.datasets). Each call takes a
+# scratch directory for the loaders' files; the network is never reached.
+
+import gzip as _gzip  # noqa: E402
+
+import numpy as _np  # noqa: E402
+
+import adpue_tf as _adp  # noqa: E402
+from adpue_tf.experiments import datasets as _datasets  # noqa: E402
+
+_RNG = _np.random.default_rng(0)
+_XA, _XB = _RNG.normal(size=(12, 3)), _RNG.normal(size=(8, 3))
+_WA, _EB = _np.arange(12) % 2, _np.arange(8) % 3 == 0
+
+
+def _file(name, content):
+    """A loader call on a scratch directory holding one file ``name`` with ``content``."""
+    def write(tmp):
+        (tmp / name).write_bytes(content)
+        return tmp
+    return write
+
+
+def _fashion(tmp, n_images=5, n_labels=3):
+    for split in ("train", "t10k"):
+        for stem, arr in (("images-idx3", _np.zeros((n_images, 28, 28), _np.uint8)),
+                          ("labels-idx1", _np.zeros(n_labels, _np.uint8))):
+            raw = bytes([0, 0, 8, arr.ndim]) + _np.array(arr.shape, ">u4").tobytes()
+            (tmp / f"{split}-{stem}-ubyte.gz").write_bytes(_gzip.compress(raw + arr.tobytes()))
+    return tmp
+
+
+DATA_CASES = [
+    # builders (issue 10 #6, #10)
+    ("pue e all 0", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _np.zeros(8)),
+     (ValueError, r"`e` holds no exposure \(all 8 values are 0\)")),
+    ("sse_pu e_sse all 0", lambda t: _adp.data.sse_pu_dataset(_XA, 0 * _WA, 0 * _WA, _XB, _EB),
+     (ValueError, "`e_sse` holds no exposure")),
+    ("pue zero-width x_pu", lambda t: _adp.data.pue_dataset(_XA[:, :0], _WA, _XB, _EB),
+     (ValueError, "`x_pu` has zero-width features")),
+    ("pe complex x_p", lambda t: _adp.data.pe_dataset(_XA * 1j, _XB, _EB),
+     (TypeError, "`x_p` must hold real numbers")),
+    ("pue ragged x_e", lambda t: _adp.data.pue_dataset(_XA, _WA, [[1.0, 2.0], [3.0]], [1, 0]),
+     (ValueError, "`x_e` is ragged")),
+    ("fpue 1e39 in x_u", lambda t: _adp.data.fpue_dataset(_XA, _XB * 1e39, _XB, _EB),
+     (ValueError, "`x_u` holds .*beyond the float32 range")),
+    ("sse w where e is 0", lambda t: _adp.data.sse_dataset(_XA, _np.ones(12), _WA),
+     (ValueError, "`w` must be 0 where `e` is 0")),
+    ("pue batch_size 0", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _EB, batch_size=0),
+     (ValueError, "`batch_size` must be at least 2")),
+    ("pue shares of 3", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _EB, shares=[1, 1, 1]),
+     (ValueError, r"`shares` needs 2 weight\(s\)")),
+    # pack_labels (issue 10 #10)
+    ("pack_labels n=2.7", lambda t: _adp.pack_labels(_adp.Source.P, n=2.7),
+     (TypeError, r"`n` must be an int, got 2\.7")),
+    ("pack_labels n=0", lambda t: _adp.pack_labels(_adp.Source.U, n=0),
+     (ValueError, "`n` must be at least 1")),
+    ("pack_labels ragged w", lambda t: _adp.pack_labels(_adp.Source.PU, w=[[1], [0, 1]]),
+     (ValueError, "`w` is ragged")),
+    ("pack_labels complex e", lambda t: _adp.pack_labels(_adp.Source.E, e=[1j, 0]),
+     (TypeError, "`e` must hold real numbers")),
+    # loaders (issue 10 #9; issue 8's data files)
+    ("libsvm nan", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(
+        "german.numer_scale", b"+1 1:0.5\n-1 1:nan\n")(t)),
+     (ValueError, r"german.numer_scale, line 2: value 'nan' is not finite")),
+    ("libsvm 1e39", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(
+        "german.numer_scale", b"+1 3:1e39\n")(t)),
+     (ValueError, r"german.numer_scale, line 1: value '1e39' is not finite in float32")),
+    ("libsvm truncated", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(
+        "german.numer_scale", b"+1 1:0.5\n+1 1:0.")(t)),
+     (ValueError, r"german.numer_scale, line 2: the file ends in the middle")),
+    ("libsvm empty", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(
+        "german.numer_scale", b"")(t)),
+     (ValueError, r"german.numer_scale: the file is empty")),
+    ("libsvm corrupt gzip", lambda t: _datasets.load_libsvm("w8a", verify=False, data_dir=_file(
+        "w8a.gz", _gzip.compress(b"+1 1:1\n" * 9)[:-9])(t)),
+     (ValueError, r"w8a.gz: corrupt gzip file")),
+    ("libsvm corrupt bz2", lambda t: _datasets.load_libsvm("w8a", verify=False, data_dir=_file(
+        "w8a.bz2", b"BZh9 not bz2")(t)),
+     (ValueError, r"w8a.bz2: corrupt bz2 file")),
+    ("libsvm sha256 mismatch", lambda t: _datasets.load_libsvm("german", data_dir=_file(
+        "german.numer_scale", b"+1 1:0.5\n")(t)),
+     (ValueError, r"german.numer_scale: sha256 .* differs from the LIBSVM site's")),
+    ("libsvm missing, offline", lambda t: _datasets.load_libsvm("australian"),
+     (FileNotFoundError, r"'australian_scale'.*https://.*australian_scale.*ADPUE_DATA_DIR")),
+    ("libsvm missing in data_dir", lambda t: _datasets.load_libsvm("w8a", data_dir=t),
+     (FileNotFoundError, r"'w8a' not found in .*binary/w8a.*ADPUE_DATA_DIR")),
+    ("data_dir missing", lambda t: _datasets.load("german", data_dir=t / "nope"),
+     (FileNotFoundError, r"nope' \(from `data_dir`\) does not exist")),
+    ("fashion 5 images 3 labels", lambda t: _datasets.load_fashion_mnist(path=_fashion(t)),
+     (ValueError, r"train-images-idx3-ubyte.gz holds 5 images but .* holds 3 labels")),
+    ("load unknown name", lambda t: _datasets.load("imagenet"),
+     (ValueError, "Unknown data set 'imagenet'; known names")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in DATA_CASES],
+                         ids=[c[0] for c in DATA_CASES])
+def test_bad_input_data_builders_pack_labels_loaders(call, expected, tmp_path, monkeypatch):
+    import keras
+
+    def offline(*args, **kwargs):
+        raise Exception("URL fetch failure: no network in the tests")
+
+    monkeypatch.setattr(keras.utils, "get_file", offline)
+    monkeypatch.delenv(_datasets.ENV_VAR, raising=False)
+    run_case(lambda: call(tmp_path), expected)
+
+
+# --- the loss registry, reduction, surrogate, risk metrics (adp.losses.get, ...) --------
+
+import adpue_tf as _adp  # noqa: E402
+
+_LOSS_KEYS = r"known keys: \['adpue', 'adpe', .*'pnu'\].*class names \(ADPUELoss"
+
+LOSS_REGISTRY_CASES = [
+    ("unknown key", lambda: _adp.losses.get("nope"), (ValueError, "Unknown loss 'nope'; " + _LOSS_KEYS)),
+    ("old risk name", lambda: _adp.losses.get("nnpue"), (ValueError, "Unknown loss 'nnpue'")),
+    ("empty key", lambda: _adp.losses.get(""), (ValueError, "Unknown loss ''")),
+    ("not a str", lambda: _adp.losses.get(3), (TypeError, "`identifier` must be .*got 3")),
+    ("None", lambda: _adp.losses.get(None), (TypeError, "`identifier` must be")),
+    ("a keras loss", lambda: _adp.losses.get(__import__("keras").losses.Huber()),
+     (TypeError, "Huber is a Keras loss, not an adpue_tf DebiasedLoss")),
+    ("missing prior", lambda: _adp.losses.get("adpe"),
+     (TypeError, r"ADPELoss needs \['prior'\]")),
+    ("option it does not take", lambda: _adp.losses.get("adpue", prior=0.3),
+     (TypeError, r"ADPUELoss takes no option \['prior'\]; it takes \['from_logits'")),
+    ("bad option value", lambda: _adp.losses.get("nnpu", prior=1.5),
+     (ValueError, r"`prior` must be in \(0, 1\)")),
+    ("options with an instance", lambda: _adp.losses.get(_adp.ADSLoss(), from_logits=True),
+     (TypeError, r"Options \['from_logits'\] apply to a loss key or class")),
+    ("options with a config", lambda: _adp.losses.get({"class_name": "ADSLoss"}, name="x"),
+     (TypeError, r"Options \['name'\] apply to a loss key or class")),
+    ("config without class_name", lambda: _adp.losses.get({"config": {}}),
+     (ValueError, "needs a 'class_name'")),
+    ("config of an unknown class", lambda: _adp.losses.get({"class_name": "Huber"}),
+     (ValueError, "Unknown loss 'Huber'")),
+    ("config with a foreign option", lambda: _adp.losses.get(
+        {"class_name": "ADSLoss", "config": {"prior": 0.3}}),
+     (TypeError, r"ADSLoss takes no option \['prior'\]")),
+    ("get_class of an instance", lambda: _adp.losses.get_class(_adp.ADSLoss()),
+     (TypeError, "`identifier` must be a loss key or class name")),
+    ("reduction sum", lambda: _adp.ADPUELoss(reduction="sum"),
+     (ValueError, "reduction='sum'.*group means.*no per-row meaning")),
+    ("reduction none", lambda: _adp.NNPULoss(prior=0.3, reduction="none"),
+     (ValueError, "NNPULoss does not take reduction='none'")),
+    ("surrogate unknown", lambda: _adp.UPULoss(prior=0.3, surrogate="hinge"),
+     (ValueError, r"`surrogate` must be one of \['logistic', 'sigmoid'\], got 'hinge'")),
+    ("surrogate not a str", lambda: _adp.risks.nnpu(
+        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=0),
+     (TypeError, "`surrogate` must be a str")),
+    ("risk_metrics of a name", lambda: _adp.metrics.risk_metrics("adpue"),
+     (TypeError, "`loss` must be an adpue_tf DebiasedLoss")),
+    ("tracker fed batches without a loss", lambda: _adp.metrics.RiskTracker().update_state(
+        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]]),
+     (ValueError, "This RiskTracker has no `loss`")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in LOSS_REGISTRY_CASES],
+                         ids=[c[0] for c in LOSS_REGISTRY_CASES])
+def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected):
+    run_case(call, expected)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adpue_tf import data
 from adpue_tf.labels import Source
@@ -74,7 +77,7 @@ def test_shapes_dtypes_and_labels_per_source(name):
 
 def test_integer_and_image_features_are_cast_to_float32():
     x_pu = np.arange(10 * 4 * 4).reshape(10, 4, 4, 1).astype(np.int32)
-    ds = data.pue_dataset(x_pu, np.zeros(10), x_pu[:5] * 2, np.ones((5, 1)), batch_size=6)
+    ds = data.pue_dataset(x_pu, np.zeros(10), x_pu[:5] * 2, np.c_[[1, 0, 1, 1, 0]], batch_size=6)
     x, y = next(iter(ds))
     assert x.dtype == tf.float32 and x.shape == (6, 4, 4, 1) and y.shape == (6, 3)
 
@@ -85,7 +88,7 @@ def test_integer_and_image_features_are_cast_to_float32():
 )
 def test_per_batch_counts_follow_shares(shares, expected):
     x_pu, x_e = _x(30, 0), _x(10, 1000)
-    ds = data.pue_dataset(x_pu, np.zeros(30), x_e, np.ones(10), batch_size=8, shares=shares)
+    ds = data.pue_dataset(x_pu, np.zeros(30), x_e, np.arange(10) % 2, batch_size=8, shares=shares)
     for _, y in _batches(ds):
         assert _counts(y, ("pu", "e")) == expected
 
@@ -120,6 +123,7 @@ def test_interleave_order_spreads_every_stream_over_replica_slices():
                             assert k < factor * r or i in part, (counts, r, source)
 
 
+@pytest.mark.filterwarnings("ignore:.*repeats about")  # pe: 8 of the 7 P rows per batch
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_every_contiguous_slice_holds_every_source(name):
     build, args, keys = BUILDERS[name]
@@ -276,6 +280,25 @@ BAD = [
     ("pe", {"a0": _as_dataset(X["p"].astype(str))}, TypeError, "`x_p`"),
     ("pe", {"a0": _as_dataset(np.zeros((0, D)))}, ValueError, "`x_p`"),
     ("sse", {"a0": _as_dataset(X["sse"], W_SSE), "a1": None, "a2": None}, ValueError, "x_sse"),
+    # issue 10 #10: zero-width, complex, ragged, beyond float32
+    ("pue", {"a0": np.zeros((N["pu"], 0))}, ValueError, "`x_pu` has zero-width features"),
+    ("pe", {"a0": np.zeros((N["p"], 3, 0))}, ValueError, "`x_p` has zero-width features"),
+    ("pe", {"a0": _as_dataset(np.zeros((N["p"], 0)))}, ValueError,
+     "`x_p` has zero-width features"),
+    ("pue", {"a0": X["pu"] + 1j}, TypeError, "`x_pu` must hold real numbers.*complex"),
+    ("pue", {"a1": W_PU + 0j}, TypeError, "`w` must hold real numbers"),
+    ("pe", {"a0": _as_dataset(X["p"].astype(np.complex64))}, TypeError, "`x_p` must be numeric"),
+    ("pue", {"a0": [[1.0, 2.0, 3.0]] * (N["pu"] - 1) + [[1.0]]}, ValueError, "`x_pu` is ragged"),
+    ("pue", {"a3": [[1], [0, 1]] + [[1]] * (N["e"] - 2)}, ValueError, "`e` is ragged"),
+    ("fpue", {"a1": _with(X["u"], (3, 1), 1e39)}, ValueError, "`x_u` holds 1e\\+39, beyond the float32"),
+    # issue 10 #6: an exposure log with no exposure
+    ("pue", {"a3": np.zeros(N["e"])}, ValueError, "`e` holds no exposure \\(all 9 values are 0\\)"),
+    ("pe", {"a2": np.zeros((N["e"], 1))}, ValueError, "`e` holds no exposure"),
+    ("fpue", {"a3": np.zeros(N["e"])}, ValueError, "`e` holds no exposure"),
+    ("sse", {"a1": np.zeros(N["sse"]), "a2": np.zeros(N["sse"])}, ValueError,
+     "`e` holds no exposure"),
+    ("sse_pu", {"a1": np.zeros(N["sse"]), "a2": np.zeros(N["sse"])}, ValueError,
+     "`e_sse` holds no exposure"),
 ]
 
 
@@ -300,6 +323,113 @@ def test_bad_dataset_values_fail_while_iterating(name, changes, match):
     ds = _call(name, **changes)()
     with pytest.raises(tf.errors.InvalidArgumentError, match=match):
         _batches(ds)
+
+
+@pytest.mark.parametrize("name, changes, arg", [
+    ("pue", {"a3": np.ones(N["e"])}, "e"),
+    ("pe", {"a2": np.ones(N["e"])}, "e"),
+    ("fpue", {"a3": np.ones((N["e"], 1))}, "e"),
+    ("sse", {"a2": np.ones(N["sse"])}, "e"),
+    ("sse_pu", {"a2": np.ones(N["sse"])}, "e_sse"),
+])
+def test_exposure_log_without_unexposed_rows_warns_and_builds(name, changes, arg):
+    with pytest.warns(UserWarning, match=rf"`{arg}` has no unexposed rows .*BCE on W") as rec:
+        ds = _call(name, **changes)()
+    assert rec[0].filename == __file__  # points at the caller
+    _, y = next(iter(ds))
+    assert y.shape == (8, 3)
+
+
+def test_exposure_checks_stay_quiet_on_mixed_exposure():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in BUILDERS:
+            _call(name)()
+
+
+def test_batch_size_larger_than_the_data_is_capped_with_a_warning():
+    x_pu, x_e = _x(5, 0), _x(3, 1000)
+    with pytest.warns(UserWarning, match=r"`batch_size`=264 is larger than the data \(8 rows "
+                                         r"in all\); using batch_size=8") as rec:
+        ds = data.pue_dataset(x_pu, [0, 1, 0, 1, 1], x_e, [1, 0, 1], batch_size=264, seed=0)
+    assert rec[0].filename == __file__
+    batches = _batches(ds)
+    assert len(batches) == 1 and batches[0][0].shape == (8, D)
+    np.testing.assert_array_equal(np.sort(batches[0][0][:, 0]), [0, 1, 2, 3, 4, 1000, 1001, 1002])
+    with warnings.catch_warnings():  # exactly the data size: no warning
+        warnings.simplefilter("error")
+        data.pue_dataset(x_pu, [0, 1, 0, 1, 1], x_e, [1, 0, 1], batch_size=8)
+
+
+def test_shares_that_repeat_rows_within_a_batch_warn_with_a_batch_size_that_fits():
+    x_p, x_e = _x(3, 2000), _x(40, 1000)
+    e = np.arange(40) % 2
+    with pytest.warns(UserWarning, match=r"`batch_size`=32 with these `shares` puts 16 rows of "
+                                         r"`x_p` in each batch but it has only 3, so each of its "
+                                         r"rows repeats about 5\.3x within a batch\. "
+                                         r"batch_size <= 6 avoids it\."):
+        ds = data.pe_dataset(x_p, x_e, e, batch_size=32, shares=[1, 1], seed=0)
+    assert _counts(next(iter(ds))[1].numpy(), ("p", "e")) == [16, 16]  # oversampling kept
+    assert data.batch_counts([1, 1], 6) == [3, 3] and data.batch_counts([1, 1], 7)[0] == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data.pe_dataset(x_p, x_e, e, batch_size=6, shares=[1, 1])
+
+
+_KEYS = {"pue": ("pu", "e"), "pe": ("p", "e"), "fpue": ("p", "u", "e"), "sse": ("sse",),
+         "sse_pu": ("sse", "pu")}
+
+
+@st.composite
+def _settings(draw):
+    name = draw(st.sampled_from(list(_KEYS)))
+    keys = _KEYS[name]
+    sizes = [draw(st.integers(1, 40)) for _ in keys]
+    shares = draw(st.one_of(st.none(), st.lists(
+        st.floats(0.01, 100.0), min_size=len(keys), max_size=len(keys))))
+    batch_size = draw(st.integers(len(keys), 48))
+    return name, sizes, shares, batch_size, draw(st.integers(0, 2**16)), draw(st.booleans())
+
+
+def _random_args(name, sizes, seed):
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for k, n in zip(_KEYS[name], sizes):
+        x = rng.normal(size=(n, 2))
+        x[:, 0] = 1000 * int(Source[k.upper()]) + np.arange(n)
+        e = rng.integers(0, 2, n)
+        e[0] = 1  # an exposure log needs an exposure
+        arrays[k] = (x, rng.integers(0, 2, n) * e, e)
+    pu, e, p, u, sse = (arrays.get(k) for k in ("pu", "e", "p", "u", "sse"))
+    return {
+        "pue": lambda: (pu[0], pu[1], e[0], e[2]),
+        "pe": lambda: (p[0], e[0], e[2]),
+        "fpue": lambda: (p[0], u[0], e[0], e[2]),
+        "sse": lambda: (sse[0], sse[1], sse[2]),
+        "sse_pu": lambda: (sse[0], sse[1], sse[2], pu[0], pu[1]),
+    }[name]()
+
+
+@pytest.mark.slow  # 25 builds: about 8 s on 2 busy cores
+@settings(max_examples=25, deadline=None)
+@given(_settings())
+def test_property_every_batch_holds_every_source(setting):
+    name, sizes, shares, batch_size, seed, shuffle = setting
+    build = BUILDERS[name][0]
+    keys = _KEYS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # capped batch, repeated rows, all-1 e
+        ds = build(*_random_args(name, sizes, seed), batch_size=batch_size, shares=shares,
+                   seed=seed, shuffle=shuffle)
+    size = min(batch_size, sum(sizes)) if shares is None else batch_size
+    counts = data.batch_counts(sizes if shares is None else shares, size)
+    batches = _batches(ds)
+    assert len(batches) == data.epoch_length(sizes, counts) == len(ds)
+    for x, y in batches:
+        assert x.shape == (size, 2) and y.shape == (size, 3)
+        assert _counts(y, keys) == counts and all(c >= 1 for c in counts)
+        ids = x[:, 0].astype(int)
+        np.testing.assert_array_equal(y[:, 2], ids // 1000)  # each row keeps its source
 
 
 def test_keras_fit_consumes_the_dataset():
