@@ -70,7 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _names(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip())
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated data set names, got {text!r} (leave --datasets out "
+            "for the paper's data sets)")
+    return names
 
 
 def _floats(text: str) -> tuple[float, ...]:

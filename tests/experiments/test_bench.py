@@ -2,32 +2,43 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from adpue_tf import cli
-from adpue_tf.experiments import datasets
+from adpue_tf.experiments import datasets, table1, table2
+from adpue_tf.experiments.bench import prepare_out
 from adpue_tf.experiments.demo import DemoConfig, run_demo
 
-pytestmark = pytest.mark.slow
+
+def _australian_scale():
+    """The LIBSVM site's `australian_scale` (the loader checks its sha256), if present."""
+    for base in (os.environ.get(datasets.ENV_VAR),
+                 Path(__file__).resolve().parents[3] / "shared" / "data"):
+        for folder in ([Path(base), Path(base) / "libsvm"] if base else []):
+            if (folder / "australian_scale").is_file():
+                return folder / "australian_scale"
+    return None
 
 
 @pytest.fixture
 def libsvm_dir(tmp_path, monkeypatch):
-    """A small stand-in `australian_scale` (14 features in [-1, 1]) in its own data dir."""
-    rng = np.random.default_rng(0)
-    x = rng.uniform(-1, 1, (500, 14))
-    y = np.where(x[:, 0] + 0.5 * x[:, 3] + rng.normal(0, 0.3, 500) > 0, 1, -1)
-    lines = [f"{'+1' if t > 0 else '-1'} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(r))
-             for r, t in zip(x, y)]
+    """A data dir holding only the real `australian_scale` (so covtype is missing)."""
+    source = _australian_scale()
+    if source is None:
+        pytest.skip(f"australian_scale not found (set {datasets.ENV_VAR})")
     (tmp_path / "libsvm").mkdir()
-    (tmp_path / "libsvm" / "australian_scale").write_text("\n".join(lines) + "\n")
-    monkeypatch.setenv("ADPUE_DATA_DIR", str(tmp_path))
+    shutil.copyfile(source, tmp_path / "libsvm" / "australian_scale")
+    monkeypatch.setenv(datasets.ENV_VAR, str(tmp_path))
     return tmp_path
 
 
+@pytest.mark.slow
 def test_bench_linear_smoke(libsvm_dir, tmp_path, capsys):
     out = tmp_path / "results"
     code = cli.main(["bench", "linear", "--trials", "2", "--datasets", "australian",
@@ -41,6 +52,7 @@ def test_bench_linear_smoke(libsvm_dir, tmp_path, capsys):
     assert (out / "linear.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(datasets.FASHION_MNIST_DIR),
                     reason="Debian's dataset-fashion-mnist is not installed (make test installs it)")
 def test_bench_neural_smoke(tmp_path):
@@ -56,6 +68,7 @@ def test_bench_neural_smoke(tmp_path):
         assert (out / png).stat().st_size > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv,match", [
     (["bench", "linear", "--datasets", "iris"], "Unknown data set"),
     (["bench", "neural", "--datasets", "svhn"], "Unknown data set"),
@@ -71,6 +84,7 @@ def test_bench_bad_input(libsvm_dir, tmp_path, capsys, argv, match):
     assert match in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_runs_and_reports_mean_and_se():
     scores = run_demo(DemoConfig(seeds=2, epochs=2), progress=None)
     assert [s.method for s in scores] == ["Logit", "nnPU", "ADPUE"]
@@ -79,6 +93,117 @@ def test_demo_runs_and_reports_mean_and_se():
         assert 0.0 <= m <= 1.0 and se >= 0.0 and len(s.inductive) == 2
 
 
+@pytest.mark.slow
 def test_demo_bad_input(capsys):
     assert cli.main(["demo", "--seeds", "1"]) == 2
     assert "seeds" in capsys.readouterr().err
+
+
+# -- the output directory first, results as they finish ------------------------
+
+def _no_compute(monkeypatch):
+    """Make any data loading or computing fail the test: the check must come first."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("computed before checking --out")
+
+    for module, name in ((datasets, "load"), (table1, "run_setting"), (table2, "run_trial")):
+        monkeypatch.setattr(module, name, forbidden)
+
+
+@pytest.mark.parametrize("table", ["linear", "neural"])
+def test_unwritable_out_fails_before_computing(tmp_path, monkeypatch, capsys, table):
+    _no_compute(monkeypatch)
+    (tmp_path / "a_file").write_text("mine")
+    for out, why in (("/proc/forbidden/res", "No such file or directory"),
+                     (str(tmp_path / "a_file" / "res"), "Not a directory")):
+        argv = ["bench", table, "--trials", "2", "--out", out, "--quiet"]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"cannot write results to `--out` {out!r}: {why}. Nothing was computed" in err
+    assert (tmp_path / "a_file").read_text() == "mine"
+
+
+def test_prepare_out_creates_parents_and_leaves_nothing(tmp_path):
+    out = prepare_out(tmp_path / "a" / "b")
+    assert out.is_dir() and list(out.iterdir()) == []
+    (out / "linear.md").write_text("kept")
+    assert prepare_out(out) == out and [p.name for p in out.iterdir()] == ["linear.md"]
+
+
+@pytest.mark.parametrize("table", ["linear", "neural"])
+@pytest.mark.parametrize("given", ["", ",", " , "])
+def test_empty_datasets_is_refused(tmp_path, monkeypatch, capsys, table, given):
+    _no_compute(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", table, "--datasets", given, "--out", str(tmp_path / "o")])
+    assert info.value.code == 2
+    assert "argument --datasets: expected comma-separated data set names" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_linear_refuses_an_empty_datasets_config(tmp_path):
+    from adpue_tf.experiments.bench import run_linear
+
+    with pytest.raises(ValueError, match="`datasets` is empty"):
+        run_linear(table1.LinearBenchConfig(trials=2, datasets=()), tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_linear_run_keeps_finished_settings(libsvm_dir, tmp_path, monkeypatch):
+    real, calls = table1.run_setting, []
+
+    def run_setting(*args, **kwargs):
+        calls.append(args[4])  # alpha
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the user stops the run during the second setting
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(table1, "run_setting", run_setting)
+    out = tmp_path / "results"
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["bench", "linear", "--trials", "2", "--datasets", "australian",
+                  "--alphas", "0.3,0.5", "--steps", "3", "--out", str(out), "--quiet"])
+    assert calls == [0.3, 0.5]
+    saved = json.loads((out / "linear.json").read_text())
+    assert (saved["settings_done"], saved["settings_total"]) == (1, 2)
+    assert list(saved["results"]["0.3"]["australian"]) and saved["results"]["0.5"] == {}
+    assert len(saved["results"]["0.3"]["australian"]["ADPUE"][0]) == 2  # both trials
+    text = (out / "linear.md").read_text()
+    assert "**Partial: 1 of 2 settings finished**" in text
+    first, second = text.split("## α = 0.5, inductive")
+    assert "| australian | 0." in first and "(0.742)" in first
+    assert "| australian | not run |" in second
+    assert sorted(p.name for p in out.iterdir()) == ["linear.json", "linear.md"]  # no temp files
+
+
+def test_interrupted_neural_run_keeps_finished_settings(tmp_path, monkeypatch):
+    """Stand-ins for the loader and the trials: what is checked is what gets written."""
+    rng = np.random.default_rng(0)
+    fake = datasets.Dataset("fashion_mnist", rng.uniform(size=(400, 20)).astype(np.float32),
+                            (rng.uniform(size=400) < 0.4).astype(np.float32), "items 0-3")
+    monkeypatch.setattr(datasets, "load", lambda name, **kw: fake)
+    calls = []
+
+    def run_trial(x, y, features, prior, cfg, ratio, seed, report):
+        calls.append(ratio)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # during the first trial of the second ratio
+        curve = {"accuracy": [0.6, 0.7], "precision": [0.5, 0.6], "recall": [0.4, 0.5]}
+        return {m: {"inductive": 0.7, "transductive": 0.8, "curves": curve}
+                for m in table2.PUE_METHODS + table2.SSE_METHODS}
+
+    monkeypatch.setattr(table2, "run_trial", run_trial)
+    out = tmp_path / "results"
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["bench", "neural", "--trials", "2", "--epochs", "2", "--datasets",
+                  "fashion_mnist", "--ratios", "0.3,0.5", "--out", str(out), "--quiet"])
+    assert calls == [0.3, 0.3, 0.5]
+    saved = json.loads((out / "neural.json").read_text())
+    assert (saved["settings_done"], saved["settings_total"]) == (1, 2)
+    assert list(saved["results"]["fashion_mnist"]) == ["0.3"]
+    assert len(saved["results"]["fashion_mnist"]["0.3"]) == 2
+    text = (out / "neural.md").read_text()
+    assert "**Partial: 1 of 2 settings finished**" in text
+    assert "| 0.3 | 0.700 ± 0.000" in text and "| 0.5 |" not in text
+    assert sorted(p.name for p in out.iterdir()) == ["neural.json", "neural.md"]
