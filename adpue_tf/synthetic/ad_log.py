@@ -128,9 +128,12 @@ class AdLogSimulator:
         seed: seed of the parameters (factors, biases, policy scores).
 
     Attributes:
-        user_factors ``(n_users, factors)``, item_factors ``(n_items, factors)``,
-        item_bias, item_campaign, campaign_bias, context_weights, item_score
-        (the policy's ``s_item``), context_policy (``h``).
+        user_factors: ``(n_users, factors)``.
+        item_factors: ``(n_items, factors)``.
+        item_bias, item_campaign, campaign_bias, context_weights: the item,
+            campaign and context parameters.
+        item_score: the policy's ``s_item``.
+        context_policy: the policy's ``h``.
 
     Example:
         >>> sim = AdLogSimulator(seed=0)

@@ -1,0 +1,104 @@
+"""How long `import adpue_tf` takes on top of `import tensorflow, keras`.
+
+Each of ``--runs`` fresh interpreters imports TensorFlow and Keras, then
+``adpue_tf``, and times both steps with the wall clock and with the process's
+CPU time (which other processes on a busy machine do not inflate). The report
+gives the medians; the target is an overhead of at most 0.3 s.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/import_time.py                 # prints a Markdown table
+    .venv/bin/python benchmarks/import_time.py --runs 9 --out benchmarks/results/import_time.md
+
+It also lists the modules the import adds that are not ``adpue_tf``'s own, so an
+optional dependency imported too early shows up at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHILD = r"""
+import json, sys, time
+w0, c0 = time.perf_counter(), time.process_time()
+import tensorflow, keras
+w1, c1 = time.perf_counter(), time.process_time()
+before = set(sys.modules)
+import adpue_tf
+w2, c2 = time.perf_counter(), time.process_time()
+added = sorted(m for m in set(sys.modules) - before if not m.startswith("adpue_tf"))
+print(json.dumps({"tf_wall": w1 - w0, "tf_cpu": c1 - c0, "adp_wall": w2 - w1,
+                  "adp_cpu": c2 - c1, "added": added, "tf": tensorflow.__version__,
+                  "keras": keras.__version__, "version": adpue_tf.__version__}))
+"""
+
+
+def measure(runs: int, python: str = sys.executable) -> list[dict]:
+    """``runs`` fresh interpreters, one measurement each (outside the source tree)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = []
+    for _ in range(runs):
+        proc = subprocess.run([python, "-c", CHILD], capture_output=True, text=True, env=env,
+                              check=True, cwd=os.path.dirname(os.path.abspath(__file__)) + "/..")
+        out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def report(results: list[dict], python: str) -> str:
+    med = {k: statistics.median(r[k] for r in results)
+           for k in ("tf_wall", "tf_cpu", "adp_wall", "adp_cpu")}
+    spread = (min(r["adp_wall"] for r in results), max(r["adp_wall"] for r in results))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    first = results[0]
+    added = first["added"]
+    lines = [
+        "# Import time: `import adpue_tf` on top of `import tensorflow, keras`",
+        "",
+        f"Command: `{Path(python).name} benchmarks/import_time.py --runs {len(results)}`, "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC.",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"load average {load:.1f} at the end; Python {platform.python_version()}, "
+        f"TensorFlow {first['tf']}, Keras {first['keras']}, adpue_tf {first['version']}.",
+        "",
+        "| step | median wall (s) | median CPU (s) |",
+        "|---|---|---|",
+        f"| `import tensorflow, keras` | {med['tf_wall']:.3f} | {med['tf_cpu']:.3f} |",
+        f"| `import adpue_tf` after it (the overhead) | {med['adp_wall']:.3f} | "
+        f"{med['adp_cpu']:.3f} |",
+        "",
+        f"Overhead wall-clock range over the runs: {spread[0]:.3f}-{spread[1]:.3f} s. "
+        "Target: overhead at most 0.3 s.",
+        "",
+        f"Modules the import adds besides `adpue_tf`'s own ({len(added)}): "
+        + (", ".join(f"`{m}`" for m in added[:40]) or "none")
+        + (" ..." if len(added) > 40 else "") + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="fresh interpreters (default 7)")
+    parser.add_argument("--python", default=sys.executable, help="interpreter to measure")
+    parser.add_argument("--out", type=Path, help="write the Markdown report here too")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+    text = report(measure(args.runs, args.python), args.python)
+    print(text, end="")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
