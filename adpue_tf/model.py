@@ -197,6 +197,17 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 "model or a snapshot has no effect; use a loss such as ADPUELoss.")
         super().compile(optimizer=optimizer, loss=loss, **kwargs)
 
+    def fit(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """As ``keras.Model.fit``; over a ``tf.data.Dataset`` ``shuffle`` defaults to False.
+
+        The data builders shuffle (with their ``seed``), and Keras ignores
+        ``shuffle`` for a Dataset, warning on its default ``True``; an explicit
+        ``shuffle=`` is passed on unchanged.
+        """
+        if isinstance(x, tf.data.Dataset) and len(args) < 7:  # shuffle not given by position
+            kwargs.setdefault("shuffle", False)
+        return super().fit(x, y, *args, **kwargs)
+
     def compile_from_config(self, config: dict[str, Any]) -> None:
         """Re-compile from a saved compile config (used when loading ``.keras`` files)."""
         self.compile(**keras.saving.deserialize_keras_object(config))
