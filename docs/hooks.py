@@ -2,7 +2,8 @@
 
 The README is the guide on the repository's front page; the site shows the same
 text (no copy to keep in step). Its links into the repository (notebooks,
-benchmarks) have no page on the site, so they become plain code spans.
+benchmarks) have no page on the site, so they become plain code spans; links to
+``docs/`` pages point at the pages.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ PAGES = {"index.md": "README.md", "changelog.md": "CHANGELOG.md"}
 _LINK = re.compile(r"\[([^\]]+)\]\((?!https?://|#)([^)\s]+)\)")
 
 
+def _link(match: re.Match[str]) -> str:
+    text, path = match.group(1), match.group(2)
+    if path.startswith("docs/"):  # a page of the site: link to it from the site's root
+        return f"[{text}]({path.removeprefix('docs/')})"
+    return text if text.startswith("`") else f"`{path}`"
+
+
 def _local_links_to_code(markdown: str) -> str:
-    """``[text](path)`` with a repository path -> `` `path` ``; web links and anchors stay."""
-    return _LINK.sub(lambda m: m.group(1) if m.group(1).startswith("`") else f"`{m.group(2)}`",
-                     markdown)
+    """``[text](path)`` with a repository path -> `` `path` ``; pages, web links, anchors stay."""
+    return _LINK.sub(_link, markdown)
 
 
 def on_files(files: Files, config: Any) -> Files:
