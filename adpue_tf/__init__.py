@@ -11,7 +11,7 @@ Example:
     >>> model.compile(optimizer="adam", loss=adp.ADPUELoss(from_logits=True))
 """
 
-from adpue_tf import data, labels, metrics, risks, synthetic
+from adpue_tf import data, labels, losses, metrics, risks, synthetic
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.labels import Source, pack_labels
 from adpue_tf.losses import (
@@ -57,6 +57,7 @@ __all__ = [
     "export_for_serving",
     "serving_path",
     "labels",
+    "losses",
     "metrics",
     "pack_labels",
     "risks",

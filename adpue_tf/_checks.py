@@ -18,11 +18,16 @@ def _real(name: str, value: Any) -> float:
     return value
 
 
+#: The binary losses of uPU/nnPU: the log loss (default) and the sigmoid loss.
+SURROGATES = ("logistic", "sigmoid")
+
+
 def check_options(**options: Any) -> dict[str, Any]:
     """Validate the options a risk takes; return them as plain Python values.
 
     Known names: ``prior`` in (0, 1), ``alpha`` in [0, 1], ``beta >= 0``,
-    ``gamma`` None or in (0, 1], ``eta`` in [-1, 1], and the booleans
+    ``gamma`` None or in (0, 1], ``eta`` in [-1, 1], ``surrogate`` one of
+    :data:`SURROGATES`, and the booleans
     ``from_logits``, ``non_negative``, ``dagger_gradient``.
     """
     out: dict[str, Any] = {}
@@ -34,6 +39,14 @@ def check_options(**options: Any) -> dict[str, Any]:
             continue
         if name == "gamma" and value is None:
             out[name] = None
+            continue
+        if name == "surrogate":
+            if not isinstance(value, str):
+                raise TypeError(f"`surrogate` must be a str, one of {list(SURROGATES)}, "
+                                f"got {value!r}.")
+            if value not in SURROGATES:
+                raise ValueError(f"`surrogate` must be one of {list(SURROGATES)}, got {value!r}.")
+            out[name] = value
             continue
         v = _real(name, value)
         bad = {

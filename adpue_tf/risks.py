@@ -10,12 +10,19 @@ correction ``C`` is reported in neither: ``risk = R+ + max(R-, 0) + C``.
 
 The non-negative correction is in :mod:`adpue_tf.correction`.
 
+One vocabulary, as Keras's ``huber`` / ``Huber`` / ``"huber"``: the function
+``adpue`` is wrapped by :class:`adpue_tf.losses.ADPUELoss`, whose registry key
+is ``"adpue"`` (:func:`adpue_tf.losses.get`); the same for every risk here.
+Function and class take the same options with the same defaults. The former
+names ``nnpue``, ``nnpe`` and ``fpue`` (named after the risks rather than the
+methods) remain as aliases of ``adpue``, ``adpe`` and ``adfpu``.
+
 Example:
     >>> import numpy as np
     >>> from adpue_tf import risks
     >>> from adpue_tf.labels import pack_pu, pack_e
     >>> y = np.concatenate([pack_pu([1, 0]), pack_e([1, 0])])
-    >>> terms = risks.nnpue(y, np.zeros((4, 1), "float32"), from_logits=True)
+    >>> terms = risks.adpue(y, np.zeros((4, 1), "float32"), from_logits=True)
     >>> round(float(terms.risk), 4)
     0.6931
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from keras import ops
 
 from adpue_tf._batch import Batch, unpack
 from adpue_tf._checks import check_options
@@ -32,9 +40,9 @@ from adpue_tf.labels import Source
 
 __all__ = [
     "RiskTerms",
-    "nnpue",
-    "nnpe",
-    "fpue",
+    "adpue",
+    "adpe",
+    "adfpu",
     "ads",
     "adss",
     "double_adss",
@@ -76,7 +84,7 @@ def _ss_parts(b: Batch) -> tuple[Any, Any]:
     return pos, neg
 
 
-def nnpue(
+def adpue(
     y_true: Any,
     y_pred: Any,
     *,
@@ -108,7 +116,7 @@ def nnpue(
 
     Example:
         >>> from adpue_tf.labels import pack_pu
-        >>> float(nnpue(pack_pu([1]), [[0.0]], from_logits=True).positive) > 0
+        >>> float(adpue(pack_pu([1]), [[0.0]], from_logits=True).positive) > 0
         True
     """
     check_options(from_logits=from_logits, non_negative=non_negative, beta=beta, gamma=gamma,
@@ -119,7 +127,7 @@ def nnpue(
     return corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma)
 
 
-def nnpe(
+def adpe(
     y_true: Any,
     y_pred: Any,
     *,
@@ -135,11 +143,11 @@ def nnpe(
 
     ``R+ = π·Ê_P[ℓ1]``, ``R- = Ê_E[ℓ0] - π·Ê_P[ℓ0]``,
     ``C = Ê_E[a·ℓ1] - Ê_E[a·ℓ0]``; risk ``R+ + max(R-, 0) + C``.
-    Arguments as :func:`nnpue`, plus ``prior`` (the class prior of ``W``).
+    Arguments as :func:`adpue`, plus ``prior`` (the class prior of ``W``).
 
     Example:
         >>> from adpue_tf.labels import pack_p
-        >>> round(float(nnpe(pack_p(1), [[0.0]], prior=0.5, from_logits=True).positive), 4)
+        >>> round(float(adpe(pack_p(1), [[0.0]], prior=0.5, from_logits=True).positive), 4)
         0.3466
     """
     check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
@@ -151,7 +159,7 @@ def nnpe(
                       gamma=gamma, extra=corr)
 
 
-def fpue(
+def adfpu(
     y_true: Any,
     y_pred: Any,
     *,
@@ -165,12 +173,12 @@ def fpue(
 ) -> RiskTerms:
     """FPUE (method ADFPU) on rows of sources P, U and E.
 
-    As :func:`nnpe`, but the unlabeled mean in ``R-`` runs over the pooled
+    As :func:`adpe`, but the unlabeled mean in ``R-`` runs over the pooled
     rows of U and E.
 
     Example:
         >>> from adpue_tf.labels import pack_u
-        >>> round(float(fpue(pack_u(1), [[0.0]], prior=0.5, from_logits=True).negative), 4)
+        >>> round(float(adfpu(pack_u(1), [[0.0]], prior=0.5, from_logits=True).negative), 4)
         0.6931
     """
     check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
@@ -228,7 +236,7 @@ def double_adss(
     y_true: Any,
     y_pred: Any,
     *,
-    alpha: float,
+    alpha: float = 0.5,
     from_logits: bool = False,
     dagger_gradient: bool = False,
     sample_weight: Any = None,
@@ -251,7 +259,7 @@ def ad3se(
     y_true: Any,
     y_pred: Any,
     *,
-    alpha: float,
+    alpha: float = 0.5,
     from_logits: bool = False,
     non_negative: bool = True,
     beta: float = 0.0,
@@ -305,54 +313,76 @@ def logit(
     return no_correction(b.mean(b.w * b.l1, mask), b.mean((1.0 - b.w) * b.l0, mask))
 
 
-def _pu_parts(b: Batch, prior: float) -> tuple[Any, Any]:
-    """uPU parts: P = P rows and PU rows with W=1; U = U rows and all PU rows."""
+def _pu_parts(b: Batch, prior: float, surrogate: str) -> tuple[Any, Any]:
+    """uPU parts: P = P rows and PU rows with W=1; U = U rows and all PU rows.
+
+    ``surrogate="logistic"``: ``ℓ1 = softplus(-z)``, ``ℓ0 = softplus(z)``;
+    ``"sigmoid"``: ``ℓ1 = σ(-z)``, ``ℓ0 = σ(z)``.
+    """
+    if surrogate == "sigmoid":
+        l1, l0 = ops.sigmoid(-b.z), ops.sigmoid(b.z)
+    else:
+        l1, l0 = b.l1, b.l0
     pu = b.is_source(Source.PU)
     p_mask = b.is_source(Source.P) + pu * b.w
     u_mask = b.is_source(Source.U) + pu
-    pos = prior * b.mean(b.l1, p_mask)
-    return pos, b.mean(b.l0, u_mask) - prior * b.mean(b.l0, p_mask)
+    pos = prior * b.mean(l1, p_mask)
+    return pos, b.mean(l0, u_mask) - prior * b.mean(l0, p_mask)
 
 
 def upu(
-    y_true: Any, y_pred: Any, *, prior: float, from_logits: bool = False,
-    sample_weight: Any = None,
+    y_true: Any, y_pred: Any, *, prior: float, surrogate: str = "logistic",
+    from_logits: bool = False, sample_weight: Any = None,
 ) -> RiskTerms:
     """uPU (du Plessis et al. 2015): ``π·Ê_P[ℓ1] + Ê_U[ℓ0] - π·Ê_P[ℓ0]``.
 
     P: rows of source P and PU rows with ``W = 1``; U: rows of source U and
     all PU rows. ``prior`` is ``π_y = p(y=1)``.
 
+    ``surrogate`` picks the binary loss: ``"logistic"`` (default, the log
+    loss of the rest of the library: ``ℓ1(z) = softplus(-z)``,
+    ``ℓ0(z) = softplus(z)``) or ``"sigmoid"`` (``ℓ1(z) = σ(-z)``,
+    ``ℓ0(z) = σ(z)``), the default of Kiryo et al.'s nnPU code and of
+    pulearn. The sigmoid loss is bounded and symmetric (``ℓ1 + ℓ0 = 1``), so
+    uPU's ``R-`` cannot run away to ``-∞`` with it.
+
     Example:
         >>> from adpue_tf.labels import pack_pu
         >>> round(float(upu(pack_pu([1, 0]), [[0.0], [0.0]], prior=0.5, from_logits=True).risk), 4)
         0.6931
+        >>> round(float(upu(pack_pu([1, 0]), [[0.0], [0.0]], prior=0.5, surrogate="sigmoid",
+        ...                 from_logits=True).risk), 4)
+        0.5
     """
-    check_options(from_logits=from_logits, prior=prior)
+    check_options(from_logits=from_logits, prior=prior, surrogate=surrogate)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return no_correction(*_pu_parts(b, prior))
+    return no_correction(*_pu_parts(b, prior, surrogate))
 
 
 def nnpu(
-    y_true: Any, y_pred: Any, *, prior: float, from_logits: bool = False,
-    non_negative: bool = True, beta: float = 0.0, gamma: float | None = None,
-    sample_weight: Any = None,
+    y_true: Any, y_pred: Any, *, prior: float, surrogate: str = "logistic",
+    from_logits: bool = False, non_negative: bool = True, beta: float = 0.0,
+    gamma: float | None = None, sample_weight: Any = None,
 ) -> RiskTerms:
     """nnPU (Kiryo et al. 2017): :func:`upu` with the non-negative correction.
+
+    ``surrogate``: ``"logistic"`` (default) or ``"sigmoid"`` (Kiryo et al.'s
+    default), as in :func:`upu`.
 
     Example:
         >>> from adpue_tf.labels import pack_pu
         >>> float(nnpu(pack_pu([1, 0]), [[9.0], [-9.0]], prior=0.9, from_logits=True).fired)
         1.0
     """
-    check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma)
+    check_options(from_logits=from_logits, prior=prior, surrogate=surrogate,
+                  non_negative=non_negative, beta=beta, gamma=gamma)
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return corrected(*_pu_parts(b, prior), non_negative=non_negative,
-                      beta=beta, gamma=gamma)
+    return corrected(*_pu_parts(b, prior, surrogate), non_negative=non_negative,
+                     beta=beta, gamma=gamma)
 
 
 def pnu(
-    y_true: Any, y_pred: Any, *, prior: float, eta: float, from_logits: bool = False,
+    y_true: Any, y_pred: Any, *, prior: float, eta: float = 0.0, from_logits: bool = False,
     sample_weight: Any = None,
 ) -> RiskTerms:
     """PNU (Sakai et al. 2017) on SSE rows.
@@ -382,3 +412,9 @@ def pnu(
         return no_correction(*_mix(1.0 - eta, pn, other))
     other = (u1 - (1.0 - prior) * n1, (1.0 - prior) * n0)
     return no_correction(*_mix(1.0 + eta, pn, other))
+
+
+#: Former names of :func:`adpue`, :func:`adpe` and :func:`adfpu` (kept as aliases).
+nnpue = adpue
+nnpe = adpe
+fpue = adfpu

@@ -73,7 +73,11 @@ def parts(name, y, z, dagger=None, **opt):
         pi = opt["prior"]
         pm = (s == P) | ((s == PU) & (w == 1))
         um = (s == U) | (s == PU)
-        return pi * gmean(l1(z), pm), gmean(l0(z), um) - pi * gmean(l0(z), pm), 0.0
+        if opt.get("surrogate", "logistic") == "sigmoid":  # Kiryo et al.: l(z, t) = sig(-t z)
+            pos_l, neg_l = sig(-z), sig(z)
+        else:
+            pos_l, neg_l = l1(z), l0(z)
+        return pi * gmean(pos_l, pm), gmean(neg_l, um) - pi * gmean(neg_l, pm), 0.0
     if name == "pnu":
         pi, eta = opt["prior"], opt["eta"]
         sse = s == SSE

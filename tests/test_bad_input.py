@@ -191,3 +191,59 @@ LOSS_REGISTRY_CASES = [
                          ids=[c[0] for c in LOSS_REGISTRY_CASES])
 def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected):
     run_case(call, expected)
+
+
+# --- the loss registry, reduction, surrogate, risk metrics (adp.losses.get, ...) --------
+
+import adpue_tf as _adp  # noqa: E402
+
+_LOSS_KEYS = r"known keys: \['adpue', 'adpe', .*'pnu'\].*class names \(ADPUELoss"
+
+LOSS_REGISTRY_CASES = [
+    ("unknown key", lambda: _adp.losses.get("nope"), (ValueError, "Unknown loss 'nope'; " + _LOSS_KEYS)),
+    ("old risk name", lambda: _adp.losses.get("nnpue"), (ValueError, "Unknown loss 'nnpue'")),
+    ("empty key", lambda: _adp.losses.get(""), (ValueError, "Unknown loss ''")),
+    ("not a str", lambda: _adp.losses.get(3), (TypeError, "`identifier` must be .*got 3")),
+    ("None", lambda: _adp.losses.get(None), (TypeError, "`identifier` must be")),
+    ("a keras loss", lambda: _adp.losses.get(__import__("keras").losses.Huber()),
+     (TypeError, "Huber is a Keras loss, not an adpue_tf DebiasedLoss")),
+    ("missing prior", lambda: _adp.losses.get("adpe"),
+     (TypeError, r"ADPELoss needs \['prior'\]")),
+    ("option it does not take", lambda: _adp.losses.get("adpue", prior=0.3),
+     (TypeError, r"ADPUELoss takes no option \['prior'\]; it takes \['from_logits'")),
+    ("bad option value", lambda: _adp.losses.get("nnpu", prior=1.5),
+     (ValueError, r"`prior` must be in \(0, 1\)")),
+    ("options with an instance", lambda: _adp.losses.get(_adp.ADSLoss(), from_logits=True),
+     (TypeError, r"Options \['from_logits'\] apply to a loss key or class")),
+    ("options with a config", lambda: _adp.losses.get({"class_name": "ADSLoss"}, name="x"),
+     (TypeError, r"Options \['name'\] apply to a loss key or class")),
+    ("config without class_name", lambda: _adp.losses.get({"config": {}}),
+     (ValueError, "needs a 'class_name'")),
+    ("config of an unknown class", lambda: _adp.losses.get({"class_name": "Huber"}),
+     (ValueError, "Unknown loss 'Huber'")),
+    ("config with a foreign option", lambda: _adp.losses.get(
+        {"class_name": "ADSLoss", "config": {"prior": 0.3}}),
+     (TypeError, r"ADSLoss takes no option \['prior'\]")),
+    ("get_class of an instance", lambda: _adp.losses.get_class(_adp.ADSLoss()),
+     (TypeError, "`identifier` must be a loss key or class name")),
+    ("reduction sum", lambda: _adp.ADPUELoss(reduction="sum"),
+     (ValueError, "reduction='sum'.*group means.*no per-row meaning")),
+    ("reduction none", lambda: _adp.NNPULoss(prior=0.3, reduction="none"),
+     (ValueError, "NNPULoss does not take reduction='none'")),
+    ("surrogate unknown", lambda: _adp.UPULoss(prior=0.3, surrogate="hinge"),
+     (ValueError, r"`surrogate` must be one of \['logistic', 'sigmoid'\], got 'hinge'")),
+    ("surrogate not a str", lambda: _adp.risks.nnpu(
+        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=0),
+     (TypeError, "`surrogate` must be a str")),
+    ("risk_metrics of a name", lambda: _adp.metrics.risk_metrics("adpue"),
+     (TypeError, "`loss` must be an adpue_tf DebiasedLoss")),
+    ("tracker fed batches without a loss", lambda: _adp.metrics.RiskTracker().update_state(
+        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]]),
+     (ValueError, "This RiskTracker has no `loss`")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in LOSS_REGISTRY_CASES],
+                         ids=[c[0] for c in LOSS_REGISTRY_CASES])
+def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected):
+    run_case(call, expected)

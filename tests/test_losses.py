@@ -162,3 +162,207 @@ def test_negative_sample_weight():
     y = adp.pack_labels(adp.Source.PU, w=[1, 0])
     with pytest.raises(ValueError, match="sample_weight"):
         adp.ADPUELoss(from_logits=True)(y, np.zeros((2, 1), np.float32), np.array([1.0, -1.0]))
+
+
+# --- one vocabulary: risk function, loss class and registry key -------------------------
+
+import inspect  # noqa: E402
+import json  # noqa: E402
+
+import reference as ref  # noqa: E402
+from adpue_tf import losses as losses_lib, risks  # noqa: E402
+from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_sse, pack_u  # noqa: E402
+
+#: The options that make each loss constructible (its required prior).
+REQUIRED = {"adpe": {"prior": 0.3}, "adfpu": {"prior": 0.3}, "upu": {"prior": 0.4},
+            "nnpu": {"prior": 0.4}, "pnu": {"prior": 0.4}}
+
+
+def test_registry_holds_every_public_loss_by_its_risk_function_name():
+    public = {c for c, _ in LOSSES}
+    assert set(losses_lib.LOSSES.values()) == public
+    assert list(losses_lib.LOSSES) == ["adpue", "adpe", "adfpu", "ads", "adss", "double_adss",
+                                       "ad3se", "logit", "upu", "nnpu", "pnu"]
+    with pytest.raises(TypeError):
+        losses_lib.LOSSES["x"] = adp.ADPUELoss  # read-only
+
+
+@pytest.mark.parametrize("key", list(losses_lib.LOSSES))
+def test_function_class_and_key_agree(key):
+    cls = losses_lib.LOSSES[key]
+    fn = getattr(risks, key)
+    assert cls.risk_fn is fn and key in risks.__all__
+    # class name: the key without underscores, upper-cased as in DESIGN.md, plus "Loss"
+    assert cls.__name__.lower() == key.replace("_", "") + "loss"
+    loss = losses_lib.get(key, **REQUIRED.get(key, {}))
+    assert type(loss) is cls and loss.name == f"{key}_loss"
+    # same options, same defaults
+    fn_params = {n: p.default for n, p in inspect.signature(fn).parameters.items()
+                 if p.kind is p.KEYWORD_ONLY and n != "sample_weight"}
+    cls_params = {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+                  if p.kind is p.KEYWORD_ONLY and n not in ("reduction", "name")}
+    assert cls_params == fn_params
+    assert cls.option_names() == tuple(fn_params)
+
+
+def test_defaults_that_used_to_differ():
+    for fn in (risks.double_adss, risks.ad3se):
+        assert inspect.signature(fn).parameters["alpha"].default == 0.5
+    assert inspect.signature(risks.pnu).parameters["eta"].default == 0.0
+    y = pack_sse([1, 0, 0], [1, 1, 0])
+    z = np.array([[0.3], [-0.2], [1.1]], np.float32)
+    assert float(risks.double_adss(y, z, from_logits=True).risk) == pytest.approx(
+        float(adp.DoubleADSSLoss(from_logits=True)(y, z)), rel=1e-6)
+
+
+def test_former_function_names_are_aliases():
+    assert (risks.nnpue, risks.nnpe, risks.fpue) == (risks.adpue, risks.adpe, risks.adfpu)
+
+
+@pytest.mark.parametrize("identifier,cls", [
+    ("adpue", adp.ADPUELoss), ("ADPUE", adp.ADPUELoss), (" nnPU ", adp.NNPULoss),
+    ("uPU", adp.UPULoss), ("Logit", adp.LogitLoss), ("double_adss", adp.DoubleADSSLoss),
+    ("AD3SELoss", adp.AD3SELoss), ("adpue_tf>PNULoss", adp.PNULoss), (adp.ADSSLoss, adp.ADSSLoss),
+])
+def test_get_class(identifier, cls):
+    assert losses_lib.get_class(identifier) is cls
+
+
+def test_get_from_key_class_config_and_instance():
+    loss = adp.losses.get("nnPU", prior=0.35, surrogate="sigmoid", from_logits=True, gamma=0.5)
+    assert type(loss) is adp.NNPULoss
+    assert loss.get_config() == {"name": "nnpu_loss", "reduction": "sum_over_batch_size",
+                                 "from_logits": True, "prior": 0.35, "surrogate": "sigmoid",
+                                 "non_negative": True, "beta": 0.0, "gamma": 0.5}
+    blob = json.loads(json.dumps(keras.saving.serialize_keras_object(loss)))
+    revived = adp.losses.get(blob)
+    assert type(revived) is adp.NNPULoss and revived.get_config() == loss.get_config()
+    assert adp.losses.get(loss) is loss
+    assert adp.losses.get(adp.ADSLoss).get_config() == adp.ADSLoss().get_config()
+    assert adp.losses.get({"class_name": "adpe", "config": {"prior": 0.2}}).get_config()[
+        "prior"] == 0.2
+
+
+def test_tuner_demo_and_benches_resolve_losses_in_the_registry():
+    objectives = pytest.importorskip("adpue_tf.tuning.objectives")
+    assert objectives.LOSSES is losses_lib.LOSSES
+    assert objectives.loss_class("ADPE") is adp.ADPELoss
+    from adpue_tf.experiments import demo, table1
+    assert type(demo._loss("nnPU", 0.3)) is adp.NNPULoss
+    assert demo._loss("nnPU", 0.3).get_config()["prior"] == 0.3
+    assert type(demo._loss("ADPUE", 0.3)) is adp.ADPUELoss
+    assert table1._risk("ADPUE") is risks.adpue and table1._risk("uPU") is risks.upu
+
+
+# --- reduction, call and the config -----------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["sum", "none", None, "mean"])
+def test_reduction_other_than_the_batch_mean_is_refused_with_the_reason(reduction):
+    with pytest.raises(ValueError, match="group means.*sum_over_batch_size"):
+        adp.ADPUELoss(reduction=reduction)
+    with pytest.raises(ValueError, match="reduction"):
+        adp.losses.get("upu", prior=0.3, reduction=reduction)
+
+
+def test_no_per_row_call():
+    # the risk is not a reduction of per-row losses: no `call` of our own
+    assert all("call" not in vars(c) for c in (adp.DebiasedLoss, *losses_lib.LOSSES.values()))
+    loss = adp.ADPUELoss(reduction="sum_over_batch_size")
+    assert loss.reduction == "sum_over_batch_size"
+
+
+#: Every option of every loss at a value other than its default.
+ALL_OPTIONS = {
+    "adpue": dict(non_negative=False, beta=0.1, gamma=0.5, dagger_gradient=True),
+    "adpe": dict(prior=0.3, non_negative=False, beta=0.1, gamma=0.5, dagger_gradient=True),
+    "adfpu": dict(prior=0.3, non_negative=False, beta=0.1, gamma=0.5, dagger_gradient=True),
+    "ads": {},
+    "adss": dict(dagger_gradient=True),
+    "double_adss": dict(alpha=0.2, dagger_gradient=True),
+    "ad3se": dict(alpha=0.2, non_negative=False, beta=0.1, gamma=0.5, dagger_gradient=True),
+    "logit": {},
+    "upu": dict(prior=0.4, surrogate="sigmoid"),
+    "nnpu": dict(prior=0.4, surrogate="sigmoid", non_negative=False, beta=0.1, gamma=0.5),
+    "pnu": dict(prior=0.4, eta=-0.5),
+}
+
+
+@pytest.mark.parametrize("key", list(losses_lib.LOSSES))
+def test_get_config_round_trips_every_option(key):
+    cls = losses_lib.LOSSES[key]
+    options = {**ALL_OPTIONS[key], "from_logits": True, "name": "mine"}
+    assert set(options) == set(cls.option_names()) | {"name"}
+    loss = cls(**options)
+    config = loss.get_config()
+    assert config == {**options, "reduction": "sum_over_batch_size"}
+    revived = assert_round_trip(loss)
+    assert revived.get_config() == config
+
+
+# --- the sigmoid surrogate of uPU / nnPU ------------------------------------------------
+
+def _pu_batch(seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([pack_pu(rng.integers(0, 2, 9)), pack_p(4), pack_u(5)])
+    z = rng.normal(0.0, 2.0, (len(y), 1)).astype(np.float32)
+    return y, z
+
+
+def test_sigmoid_surrogate_value_by_hand():
+    # P = {PU row with W=1}, U = {both PU rows}: z = (2, -1)
+    y, z = pack_pu([1, 0]), np.array([[2.0], [-1.0]], np.float32)
+    s = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    r_pos = 0.4 * s(-2.0)
+    r_neg = (s(2.0) + s(-1.0)) / 2 - 0.4 * s(2.0)
+    terms = risks.upu(y, z, prior=0.4, surrogate="sigmoid", from_logits=True)
+    np.testing.assert_allclose([float(terms.positive), float(terms.negative), float(terms.risk)],
+                               [r_pos, r_neg, r_pos + r_neg], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,opts", [
+    ("upu", {"prior": 0.3}),
+    ("nnpu", {"prior": 0.3}),
+    ("nnpu", {"prior": 0.7}),                       # R- < 0: the correction fires
+    ("nnpu", {"prior": 0.7, "gamma": 0.5, "beta": 0.01}),
+    ("nnpu", {"prior": 0.7, "non_negative": False}),
+])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sigmoid_surrogate_values_and_gradients_match_the_reference(name, opts, seed):
+    y, z = _pu_batch(seed)
+    opts = {**opts, "surrogate": "sigmoid"}
+    risk, pos, neg, fired = ref.value(name, y, z, **opts)
+    loss = losses_lib.get(name, from_logits=True, **opts)
+    terms = loss.terms(y, z)
+    np.testing.assert_allclose(
+        [float(terms.risk), float(terms.positive), float(terms.negative), float(terms.fired)],
+        [risk, pos, neg, fired], rtol=1e-5, atol=1e-6)
+    var = tf.Variable(z)
+    with tf.GradientTape() as tape:
+        value = loss(y, var)
+    grad = tape.gradient(value, var).numpy().reshape(-1)
+    expected = ref.num_grad(lambda zz: ref.objective(name, y, zz, None, **opts), z)
+    np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-6)
+    graph = tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(z))
+    np.testing.assert_allclose(float(graph), float(value), rtol=1e-6)
+
+
+def test_sigmoid_differs_from_logistic_and_logistic_is_the_default():
+    y, z = _pu_batch(3)
+    default = adp.NNPULoss(prior=0.3, from_logits=True)
+    assert default.get_config()["surrogate"] == "logistic"
+    logistic = ref.value("nnpu", y, z, prior=0.3)[0]
+    sigmoid = ref.value("nnpu", y, z, prior=0.3, surrogate="sigmoid")[0]
+    assert abs(logistic - sigmoid) > 0.05
+    np.testing.assert_allclose(float(default(y, z)), logistic, rtol=1e-5)
+    np.testing.assert_allclose(
+        float(adp.NNPULoss(prior=0.3, surrogate="sigmoid", from_logits=False)(
+            y, 1.0 / (1.0 + np.exp(-z)))), sigmoid, rtol=1e-4)
+
+
+@pytest.mark.parametrize("value,err", [("hinge", ValueError), ("Sigmoid", ValueError),
+                                       (1, TypeError), (None, TypeError)])
+def test_bad_surrogate(value, err):
+    with pytest.raises(err, match="surrogate"):
+        adp.UPULoss(prior=0.3, surrogate=value)
+    with pytest.raises(err, match="surrogate"):
+        risks.nnpu(pack_pu([1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=value)

@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 import adpue_tf as adp
 from adpue_tf import metrics
-from adpue_tf.labels import Source, pack_e, pack_pu
+from adpue_tf.labels import Source, pack_e, pack_p, pack_pu, pack_sse, pack_u
 from conftest import mixed_batch
 from serialization import assert_round_trip
 
@@ -141,6 +141,20 @@ def test_update_inside_jit_function(batch):
 
 # --- RiskMetric -------------------------------------------------------------------------
 
+def _setting_batch(loss, seed, n=6):
+    """Packed labels of the loss's own setting (the sources it reads), shuffled."""
+    rng = np.random.default_rng(seed)
+    w = lambda: rng.integers(0, 2, n)  # noqa: E731
+    by_setting = {
+        adp.ADPUELoss: lambda: [pack_pu(w()), pack_e(w())],
+        adp.ADPELoss: lambda: [pack_p(n), pack_e(w())],
+        adp.AD3SELoss: lambda: [pack_sse(np.minimum(w(), 1) * (e := w()), e), pack_pu(w())],
+        adp.NNPULoss: lambda: [pack_pu(w()), pack_p(n), pack_u(n)],
+    }
+    y = np.concatenate(by_setting[type(loss)]())
+    return y[rng.permutation(len(y))]
+
+
 RISK_LOSSES = [
     adp.ADPUELoss(from_logits=True),
     adp.ADPELoss(prior=0.3, from_logits=True),
@@ -157,7 +171,7 @@ def test_risk_metric_equals_terms_and_batch_mean(loss, part):
     m = metrics.RiskMetric(loss, part=part)
     assert m.name == metrics.RISK_METRIC_NAMES[part]
     for seed in range(3):
-        y = mixed_batch(seed)
+        y = _setting_batch(loss, seed)
         z = rng.normal(0.0, 2.0, (len(y), 1)).astype(np.float32)
         sw = rng.uniform(0.5, 1.5, len(y)).astype(np.float32)
         values.append(float(getattr(loss.terms(y, z, sw), part)))
@@ -171,7 +185,7 @@ def test_fired_is_fraction_of_batches():
     calm = np.concatenate([pack_pu([0, 0]), pack_e([1, 1])])   # R- = Ê_PU[ℓ0] > 0
     z = np.zeros((4, 1), np.float32)
     m = metrics.RiskMetric(loss, part="fired", name="f")
-    for y in (fires, calm, calm, fires):
+    for y in (fires, calm, calm, fires):  # the same arrays twice in a row: two batches
         m.update_state(y, z)
     assert m.name == "f" and float(m.result()) == pytest.approx(0.5)
 
@@ -180,6 +194,101 @@ def test_risk_metrics_names():
     ms = metrics.risk_metrics(adp.ADSSLoss())
     assert [m.name for m in ms] == ["risk", "r_pos", "r_neg", "nn_fired"]
     assert [m.part for m in ms] == ["risk", "positive", "negative", "fired"]
+
+
+def test_risk_metrics_share_one_tracker_updated_once_per_batch():
+    loss = adp.ADPUELoss(from_logits=True)
+    ms = metrics.risk_metrics(loss)
+    assert len({id(m.tracker) for m in ms}) == 1 and ms[0].tracker.loss is loss
+    # the shared total is a variable of the first view only
+    assert [len(m.variables) for m in ms] == [1, 0, 0, 0]
+    rng = np.random.default_rng(0)
+    expected = []
+    for seed in range(3):
+        y = _setting_batch(loss, seed)
+        z = rng.normal(0.0, 2.0, (len(y), 1)).astype(np.float32)
+        t = loss.terms(y, z)
+        expected.append([float(t.risk), float(t.positive), float(t.negative), float(t.fired)])
+        for m in reversed(ms):  # every view sees the batch, in any order
+            m.update_state(y, z)
+    assert float(ms[0].tracker.total[4]) == 3.0  # three batches, not twelve
+    np.testing.assert_allclose([float(m.result()) for m in ms], np.mean(expected, axis=0),
+                               rtol=1e-6)
+    ms[2].reset_state()
+    assert all(float(m.result()) == 0.0 for m in ms)
+
+
+def test_tracker_reuses_the_terms_of_the_loss_call_on_the_same_tensors():
+    loss = adp.ADPUELoss(from_logits=True)
+    y = tf.constant(_setting_batch(loss, 0))
+    z = tf.constant(np.linspace(-2, 2, len(y), dtype=np.float32)[:, None])
+    value = loss(y, z)
+    terms = loss.last_terms(y, z)
+    assert terms is not None and float(terms.loss) == float(value)
+    assert loss.last_terms(y, tf.identity(z)) is None  # another tensor
+    assert loss.last_terms(y, z, tf.ones(len(y))) is None  # other weights
+    assert loss.last_terms(y.numpy(), z.numpy()) is None
+    loss(y.numpy(), z.numpy())  # NumPy arrays can change in place: not remembered
+    assert loss.last_terms(y.numpy(), z.numpy()) is None
+
+
+def _count_risk_calls(loss):
+    """Wrap ``loss.terms`` to count its calls (each trace of a step calls it)."""
+    calls = []
+    terms = loss.terms
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return terms(*args, **kwargs)
+    loss.terms = counting
+    return calls
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_plain_model_computes_the_risk_once_per_step(jit):
+    x, y = _pue_data()
+    calls = {}
+    for with_metrics in (False, True):
+        loss = adp.ADPUELoss(from_logits=True)
+        calls[with_metrics] = _count_risk_calls(loss)
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile("adam", loss=loss, jit_compile=jit,
+                      metrics=metrics.risk_metrics(loss) if with_metrics else None)
+        model.fit(x, y, batch_size=40, epochs=2, verbose=0, shuffle=False)
+        model.evaluate(x, y, batch_size=40, verbose=0)
+    assert len(calls[True]) == len(calls[False]) > 0  # one per traced step, metrics or not
+    assert len(model.metrics_variables) == 3  # loss total and count, one risk total
+
+
+def test_weighted_metrics_read_the_weighted_terms_and_metrics_the_unweighted():
+    x, y = _pue_data()
+    sw = np.random.default_rng(1).uniform(0.2, 2.0, len(y)).astype(np.float32)
+    loss = adp.ADPUELoss(from_logits=True)
+    plain, weighted = metrics.risk_metrics(loss), metrics.risk_metrics(loss)
+    for m in weighted:
+        m.name = f"w_{m.name}"
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", loss=loss, metrics=plain, weighted_metrics=weighted)
+    out = model.evaluate(x, y, sample_weight=sw, batch_size=len(y), verbose=0, return_dict=True)
+    z = model.predict(x, verbose=0)
+    unweighted, with_w = loss.terms(y, z), loss.terms(y, z, sw)
+    assert out["r_pos"] == pytest.approx(float(unweighted.positive), rel=1e-5)
+    assert out["w_r_pos"] == pytest.approx(float(with_w.positive), rel=1e-5)
+    assert out["w_risk"] == pytest.approx(out["loss"], rel=1e-5)
+    assert abs(out["r_pos"] - out["w_r_pos"]) > 1e-3
+
+
+def test_risk_tracker_bad_input():
+    with pytest.raises(TypeError, match="loss"):
+        metrics.RiskTracker(loss="adpue")
+    with pytest.raises(ValueError, match="no `loss`"):
+        metrics.RiskTracker().update_state(pack_pu([1, 0]), np.zeros((2, 1), np.float32))
+    loss = adp.ADPUELoss()
+    with pytest.raises(ValueError, match="same `loss`"):
+        metrics.RiskMetric(loss, tracker=metrics.RiskTracker(loss=adp.ADPUELoss()))
+    with pytest.raises(TypeError, match="tracker"):
+        metrics.RiskMetric(loss, tracker="x")
 
 
 # --- serialisation ----------------------------------------------------------------------
@@ -206,11 +315,16 @@ def test_config_round_trip(make):
 
 # --- Keras integration ------------------------------------------------------------------
 
-def _data(n=240, d=3, seed=0):
+def _pue_data(n=240, d=3, seed=0):
+    """PU and E rows interleaved (every batch of 40 holds both), features shifted by W."""
     rng = np.random.default_rng(seed)
-    y = np.concatenate([mixed_batch(s, n_per=n // 5 // 8) for s in range(8)])
-    x = rng.normal(size=(len(y), d)).astype(np.float32) + y[:, :1]
+    y = np.empty((n, 3), np.float32)
+    y[0::2], y[1::2] = pack_pu(rng.integers(0, 2, n // 2)), pack_e(rng.integers(0, 2, n // 2))
+    x = rng.normal(size=(n, d)).astype(np.float32) + y[:, :1]
     return x, y
+
+
+_data = _pue_data
 
 
 def _compiled(jit):
@@ -256,6 +370,10 @@ def test_keras_save_and_load(tmp_path):
     assert set(NAMES) <= set(after)
     for name in NAMES:
         assert after[name] == pytest.approx(before[name], rel=1e-5, abs=1e-6)
+    # the revived risk metrics still share one tracker, fed by the revived loss
+    views = [m for m in loaded.metrics[1].metrics if isinstance(m, metrics.RiskMetric)]
+    assert len(views) == 4 and len({id(m.tracker) for m in views}) == 1
+    assert all(m.loss is loaded.loss for m in views)
 
 
 # --- bad input --------------------------------------------------------------------------

@@ -187,8 +187,11 @@ _data_dir = data_dir
 def _sha256(path: Path, raw: bytes | None = None) -> str:
     if raw is not None:
         return hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256()  # not hashlib.file_digest: Python 3.11+
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -310,8 +313,8 @@ def read_libsvm(path: str | os.PathLike, n_features: int) -> tuple[np.ndarray, n
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}, line {line}: not a text file (byte "
+        line_no = raw[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}, line {line_no}: not a text file (byte "
                          f"{raw[err.start]:#04x}).") from None
     lines = text.split("\n")
     if text and not text.endswith("\n"):

@@ -96,13 +96,9 @@ def _load() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _loss(method: str, prior_y: float) -> keras.losses.Loss:
-    if method == "Logit":
-        return losses.LogitLoss(from_logits=True)
-    if method == "nnPU":
-        return losses.NNPULoss(prior=prior_y, from_logits=True)
-    if method == "ADPUE":
-        return losses.ADPUELoss(from_logits=True)
-    raise ValueError(f"Unknown method {method!r}.")
+    # The method names are registry keys (any case): "Logit", "nnPU", "ADPUE".
+    prior = {"prior": prior_y} if "prior" in losses.get_class(method).option_names() else {}
+    return losses.get(method, from_logits=True, **prior)
 
 
 def _accuracy(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:

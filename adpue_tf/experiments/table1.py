@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from adpue_tf import risks
+from adpue_tf import losses, risks
 from adpue_tf._numpy import sigmoid
 from adpue_tf.experiments import linear_fit, simulate
 from adpue_tf.experiments.baselines import sar_em_posterior
@@ -232,6 +232,11 @@ def external_methods() -> tuple[str, ...]:
     return ("ElkanNoto",)
 
 
+def _risk(method: str) -> Callable[..., Any]:
+    """The risk function of a method, from the loss registry (method names are its keys)."""
+    return losses.get_class(method).risk_fn
+
+
 def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchConfig,
                 alpha: float, report: Callable[[str], None] = lambda m: None,
                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -252,12 +257,12 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     pue = _stack(simulate.simulate_pue, x, y, cfg, alpha)
     fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
-        "Logit": lambda: _fit(pue, risks.logit, cfg).logits,
-        "uPU": lambda: _fit(pue, risks.upu, cfg, prior=prior_y).logits,
-        "nnPU": lambda: _fit(pue, risks.nnpu, cfg, prior=prior_y, gamma=cfg.gamma).logits,
+        "Logit": lambda: _fit(pue, _risk("Logit"), cfg).logits,
+        "uPU": lambda: _fit(pue, _risk("uPU"), cfg, prior=prior_y).logits,
+        "nnPU": lambda: _fit(pue, _risk("nnPU"), cfg, prior=prior_y, gamma=cfg.gamma).logits,
         "EM": lambda: _sar_em(pue, cfg),
         "Ratio": lambda: _ratio(pue, cfg),
-        "ADPUE": lambda: _fit(pue, risks.nnpue, cfg, gamma=cfg.gamma).logits,
+        "ADPUE": lambda: _fit(pue, _risk("ADPUE"), cfg, gamma=cfg.gamma).logits,
         "ElkanNoto": lambda: _elkan_noto(pue, cfg),
     }
     for name in PUE_METHODS + external_methods():
@@ -265,9 +270,9 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         report(name)
     sse = _stack(simulate.simulate_3se, x, y, cfg, alpha)
     fits3 = {
-        "ADS": lambda: _fit(sse, risks.ads, cfg).logits,
-        "PNU": lambda: _fit(sse, risks.pnu, cfg, prior=prior_y, eta=cfg.pnu_eta).logits,
-        "AD3SE": lambda: _fit(sse, risks.ad3se, cfg, alpha=cfg.ad3se_alpha,
+        "ADS": lambda: _fit(sse, _risk("ADS"), cfg).logits,
+        "PNU": lambda: _fit(sse, _risk("PNU"), cfg, prior=prior_y, eta=cfg.pnu_eta).logits,
+        "AD3SE": lambda: _fit(sse, _risk("AD3SE"), cfg, alpha=cfg.ad3se_alpha,
                               gamma=cfg.gamma).logits,
     }
     for name in SSE_METHODS:

@@ -157,16 +157,18 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
     ds_pue = data.pue_dataset(pue.x_pu, pue.w_pu, pue.x_e, pue.e_e, **build)
     ds_sse = data.sse_dataset(sse.x_sse, sse.w_sse, sse.e_sse, **build)
     ds_3se = data.sse_pu_dataset(sse.x_sse, sse.w_sse, sse.e_sse, sse.x_pu, sse.w_pu, **build)
+    # method -> (split, data, loss options); the method names are loss registry keys
     plan = {
-        "Logit": (pue, ds_pue, losses.LogitLoss(from_logits=True)),
-        "nnPU": (pue, ds_pue, losses.NNPULoss(prior=prior_y, from_logits=True)),
-        "ADPUE": (pue, ds_pue, losses.ADPUELoss(from_logits=True)),
-        "ADS": (sse, ds_sse, losses.ADSLoss(from_logits=True)),
-        "PNU": (sse, ds_sse, losses.PNULoss(prior=prior_y, eta=cfg.pnu_eta, from_logits=True)),
-        "AD3SE": (sse, ds_3se, losses.AD3SELoss(alpha=cfg.ad3se_alpha, from_logits=True)),
+        "Logit": (pue, ds_pue, {}),
+        "nnPU": (pue, ds_pue, {"prior": prior_y}),
+        "ADPUE": (pue, ds_pue, {}),
+        "ADS": (sse, ds_sse, {}),
+        "PNU": (sse, ds_sse, {"prior": prior_y, "eta": cfg.pnu_eta}),
+        "AD3SE": (sse, ds_3se, {"alpha": cfg.ad3se_alpha}),
     }
     out = {}
-    for method, (split, ds, loss) in plan.items():
+    for method, (split, ds, options) in plan.items():
+        loss = losses.get(method, from_logits=True, **options)
         curves = _Curves(split.x_test, split.y_test)
         model = _train(ds, loss, cfg, x.shape[1:], curves, seed)
         x_unk, y_unk = split.unknown()

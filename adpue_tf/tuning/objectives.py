@@ -17,16 +17,9 @@ from adpue_tf.losses import DebiasedLoss
 
 __all__ = ["LOSSES", "L_RISK", "REF_RISK", "objective"]
 
-#: The seven methods of SPEC.md by name, for ``DebiasedHyperModel(loss=...)``.
-LOSSES: dict[str, type[DebiasedLoss]] = {
-    "adpue": losses_lib.ADPUELoss,
-    "adpe": losses_lib.ADPELoss,
-    "adfpu": losses_lib.ADFPULoss,
-    "ads": losses_lib.ADSLoss,
-    "adss": losses_lib.ADSSLoss,
-    "double_adss": losses_lib.DoubleADSSLoss,
-    "ad3se": losses_lib.AD3SELoss,
-}
+#: The losses by key, for ``DebiasedHyperModel(loss=...)``: the package's
+#: registry, :data:`adpue_tf.losses.LOSSES`.
+LOSSES = losses_lib.LOSSES
 
 #: Metric name of the L risk (ADS: cross-entropy with ``W`` on exposed SSE rows).
 L_RISK = "l_risk"
@@ -44,15 +37,9 @@ _SSE_LOSSES: tuple[type[DebiasedLoss], ...] = (
 )
 
 def loss_class(loss: str | type[DebiasedLoss]) -> type[DebiasedLoss]:
-    """Resolve a loss name or class; clear errors for anything else."""
-    if isinstance(loss, str):
-        key = loss.strip().lower()
-        if key not in LOSSES:
-            raise ValueError(f"Unknown loss {loss!r}; known: {sorted(LOSSES)} or a "
-                             "DebiasedLoss subclass.")
-        return LOSSES[key]
-    if isinstance(loss, type) and issubclass(loss, DebiasedLoss):
-        return loss
+    """Resolve a loss key, class name or class (:func:`adpue_tf.losses.get_class`)."""
+    if isinstance(loss, str) or (isinstance(loss, type) and issubclass(loss, DebiasedLoss)):
+        return losses_lib.get_class(loss)
     if isinstance(loss, DebiasedLoss):
         raise TypeError(f"`loss` must be a name or a DebiasedLoss class, not an instance "
                         f"({loss!r}): the hyper-model builds a new loss for every trial; "
