@@ -32,6 +32,7 @@ from adpue_tf.distributed import MultiWorkerModel
 from adpue_tf.model import DebiasedModel
 from adpue_tf.risks import RiskTerms
 from adpue_tf.serving import export_for_serving, serving_path
+from adpue_tf.validation import validation_score
 
 __version__ = "0.1.0"
 
@@ -56,6 +57,7 @@ __all__ = [
     "data",
     "export_for_serving",
     "serving_path",
+    "validation_score",
     "labels",
     "losses",
     "metrics",

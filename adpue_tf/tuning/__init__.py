@@ -5,7 +5,7 @@ Requires the ``tune`` extra (``pip install "adpue_tf[tune]"``).
 Example:
     >>> from adpue_tf.tuning import objective
     >>> objective("adpue").name
-    'val_risk'
+    'val_exposure_nll'
 """
 
 try:

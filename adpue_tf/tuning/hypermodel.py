@@ -21,7 +21,9 @@ Example:
     'val_l_risk'
 
 A search (``validation_data`` is required; build it from held-out rows with
-``shuffle=False``)::
+``shuffle=False``: for PUE/PE/FPUE in the validation layout of
+:mod:`adpue_tf.validation`, e.g. ``adp.validation.pue_validation_data(...)``,
+which carries the fitted ``θ̂`` and reference ``f†`` the objective needs)::
 
     tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=20,
                                      directory="tuning", project_name="dadss")
@@ -48,6 +50,8 @@ from typing import Any
 
 import keras
 import keras_tuner
+import numpy as np
+import tensorflow as tf
 
 from adpue_tf import losses as losses_lib
 from adpue_tf._checks import check_choices, check_shape
@@ -55,9 +59,11 @@ from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskMetric, risk_metrics
 from adpue_tf.model import DebiasedModel
-from adpue_tf.tuning.objectives import L_RISK, LOSSES, REF_RISK, loss_class, objective
+from adpue_tf.tuning.objectives import (_SSE_LOSSES, EXPOSURE_NLL, L_RISK, LOSSES, REF_RISK,
+                                        loss_class, objective)
+from adpue_tf.validation import ExposureLikelihood, ReferenceRisk
 
-__all__ = ["LOSSES", "L_RISK", "REF_RISK", "DebiasedHyperModel", "objective"]
+__all__ = ["LOSSES", "L_RISK", "REF_RISK", "EXPOSURE_NLL", "DebiasedHyperModel", "objective"]
 
 _DEFAULT_LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2)
 _DEFAULT_ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -68,6 +74,32 @@ _DEFAULT_GAMMAS = (0.0, 1.0, 0.5)
 def _default(choices: list[float], preferred: float | None) -> float:
     """``preferred`` when it is one of ``choices``, else the first choice."""
     return preferred if preferred in choices else choices[0]
+
+
+def _sequence(name: str, values: Any) -> Any:
+    """A 1-D NumPy array of choices as a list (other values pass to ``check_choices``)."""
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"`{name}` must be a 1-D sequence of numbers, got an array of "
+                             f"shape {values.shape}.")
+        return values.tolist()
+    return values
+
+
+def _label_columns(validation_data: Any) -> int | None:
+    """Columns of the packed labels of ``validation_data`` (None when unknown)."""
+    try:
+        if isinstance(validation_data, tf.data.Dataset):
+            spec = validation_data.element_spec
+            y_spec = spec[1] if isinstance(spec, tuple) and len(spec) >= 2 else None
+            shape = None if y_spec is None else y_spec.shape
+        elif isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+            shape = np.shape(validation_data[1])
+        else:
+            return None
+        return None if shape is None or len(shape) != 2 else shape[-1]
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 class DebiasedHyperModel(keras_tuner.HyperModel):
@@ -96,18 +128,22 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     gradient when the correction fires); ``γ ∈ (0, 1]`` is nnPU's step.
     ``tune_beta_gamma`` is ignored for a loss without the correction.
 
-    The objective, :attr:`objective`, is observable (see :func:`objective`):
-    ``val_risk`` for PUE/PE/FPUE, ``val_l_risk`` for the SSE losses. The
-    compiled model logs ``risk``, ``r_pos``, ``r_neg``, ``nn_fired`` (a
-    ``DebiasedModel`` on its own, a plain model through
-    :func:`adpue_tf.metrics.risk_metrics`), plus ``l_risk`` for SSE losses.
-    When ``β`` or ``π`` is tuned, the risk's value itself changes with them
-    (``R+ - β`` when the correction fires; ``π`` weighs every term), which
-    is the circularity :func:`objective` avoids for ``α``; for the losses
-    scored by their own risk the objective is then ``val_ref_risk``, the same
-    risk at the reference options (``prior``, ``β = 0``), logged as
-    ``ref_risk``. (Tuning ``π`` this way is still a heuristic: the yardstick
-    trusts the reference ``prior``.)
+    The objective, :attr:`objective`, is observable and proper (see
+    :func:`objective`): for PUE/PE/FPUE and the PU baselines,
+    ``val_exposure_nll`` (``criterion="exposure_likelihood"``, the default)
+    or ``val_ref_risk`` (``criterion="reference_risk"``), read from
+    validation data in the validation layout of :mod:`adpue_tf.validation`
+    (:meth:`fit` refuses plain 3-column validation data for them); for the
+    SSE losses ``val_l_risk``. The compiled model logs ``risk``, ``r_pos``,
+    ``r_neg``, ``nn_fired`` (a ``DebiasedModel`` on its own, a plain model
+    through :func:`adpue_tf.metrics.risk_metrics`), plus the objective's
+    metric: ``exposure_nll``, ``ref_risk`` or ``l_risk``. Both PUE/PE/FPUE
+    objectives are the same yardstick for every trial, whatever ``β``,
+    ``γ``, ``π``, the learning rate or the net: ``ref_risk`` is the risk at
+    the reference options (``prior``, ``β = 0``, the paper's max) with the
+    data's fixed ``f†``; ``exposure_nll`` uses the data's ``θ̂`` (and, on PE/FPUE
+    data, the reference ``prior`` as ``q(w=1)``). (Tuning ``π`` is still a
+    heuristic: these yardsticks trust the reference ``prior``.)
 
     Args:
         build_net: ``hp -> keras.Model`` with one logit output; may declare
@@ -127,7 +163,12 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         initial_dagger: ``f†`` before the first refresh (with ``alternate``).
         refresh_every: refresh the snapshot every this many epochs (with ``alternate``).
         tune_beta_gamma: tune the non-negative correction's ``β`` and ``γ``.
-        learning_rates: Adam's learning rates to try.
+        criterion: the observable score of PUE/PE/FPUE and the PU
+            baselines, one of :data:`~adpue_tf.validation.CRITERIA`
+            (``"exposure_likelihood"`` or ``"reference_risk"``), or None for
+            the loss's default (the exposure likelihood; the reference risk
+            for PE); unused for the SSE losses.
+        learning_rates: Adam's learning rates to try (a sequence or a 1-D array).
         alphas: values of ``α ∈ [0, 1]`` to try (DoubleADSS, AD3SE).
         betas: values of ``β >= 0`` to try.
         gammas: values of ``γ`` in ``[0, 1]`` to try, ``0.0`` meaning ``None``.
@@ -136,8 +177,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         name: name of the hyper-model.
 
     Raises:
-        ValueError: on an unknown loss name, a missing or needless ``prior``,
-            out-of-range or empty choices, conflicting options, or
+        ValueError: on an unknown loss name or criterion, a missing or needless
+            ``prior``, out-of-range or empty choices, conflicting options, or
             ``alternate`` with a loss that does not use ``f†``.
         TypeError: on a loss instance, a non-callable ``build_net`` or a bad
             ``input_shape``.
@@ -166,6 +207,7 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         initial_dagger: float = 0.5,
         refresh_every: int = 1,
         tune_beta_gamma: bool = False,
+        criterion: str | None = None,
         learning_rates: Sequence[float] = _DEFAULT_LEARNING_RATES,
         alphas: Sequence[float] = _DEFAULT_ALPHAS,
         betas: Sequence[float] = _DEFAULT_BETAS,
@@ -175,6 +217,13 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     ) -> None:
         super().__init__(name=name)
         self.loss_class = loss_class(loss)
+        objective(self.loss_class, criterion)  # refuses an unknown or unfit criterion
+        self.criterion = criterion
+        learning_rates, alphas, betas, gammas = (
+            _sequence(n, v) for n, v in (("learning_rates", learning_rates), ("alphas", alphas),
+                                         ("betas", betas), ("gammas", gammas)))
+        priors = None if priors is None else _sequence("priors", priors)
+        prior_range = None if prior_range is None else _sequence("prior_range", prior_range)
         params = inspect.signature(self.loss_class.__init__).parameters
 
         if build_net is None:
@@ -263,19 +312,12 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     # -- the search space -----------------------------------------------------
     @property
     def objective(self) -> keras_tuner.Objective:
-        """The tuner objective: :func:`objective` of the loss, or ``val_ref_risk``.
-
-        ``val_ref_risk`` when the loss is scored by its own risk and ``β`` or
-        ``π`` is tuned (they change the value being measured).
-        """
-        base = objective(self.loss_class)
-        if base.name == "val_risk" and self._tunes_risk_value:
-            return keras_tuner.Objective(f"val_{REF_RISK}", direction="min")
-        return base
+        """The tuner objective: :func:`objective` of the loss and ``criterion``."""
+        return objective(self.loss_class, self.criterion)
 
     @property
-    def _tunes_risk_value(self) -> bool:
-        return self.tunes_prior or self.tunes_beta_gamma
+    def _needs_validation_layout(self) -> bool:
+        return not issubclass(self.loss_class, _SSE_LOSSES)
 
     def make_loss(self, hp: keras_tuner.HyperParameters) -> DebiasedLoss:
         """The trial's loss, declaring its hyper-parameters in ``hp``.
@@ -311,7 +353,13 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         return self.loss_class(**kwargs)
 
     def _reference_loss(self) -> DebiasedLoss:
-        """The loss at the reference options: the given ``prior``, untuned ``β``/``γ``."""
+        """The loss at the reference options: the given ``prior``, untuned ``β``/``γ``.
+
+        A loss without ``f†`` (the PU baselines, on PUE data) is measured by
+        nnPUE at its defaults.
+        """
+        if not self.loss_class.uses_dagger:
+            return losses_lib.ADPUELoss(from_logits=True)
         kwargs: dict[str, Any] = {"from_logits": True, **self.loss_options}
         if self.prior is not None:
             kwargs["prior"] = self.prior
@@ -319,11 +367,18 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
 
     def _metrics(self, loss: DebiasedLoss, wrapped: bool) -> list[keras.metrics.Metric]:
         metrics: list[keras.metrics.Metric] = [] if wrapped else risk_metrics(loss)
-        if objective(self.loss_class).name == f"val_{L_RISK}":
+        name = self.objective.name
+        if name == f"val_{L_RISK}":
             metrics.append(RiskMetric(losses_lib.ADSLoss(from_logits=True), part="risk",
                                       name=L_RISK))
-        elif self._tunes_risk_value:
-            metrics.append(RiskMetric(self._reference_loss(), part="risk", name=REF_RISK))
+        elif name == f"val_{REF_RISK}":
+            metrics.append(ReferenceRisk(self._reference_loss(), name=REF_RISK))
+        else:
+            # q(w=1) for the P rows of PE/FPUE data; a PU baseline's prior is p(y=1).
+            p_data = issubclass(self.loss_class, (losses_lib.ADPELoss, losses_lib.ADFPULoss))
+            metrics.append(ExposureLikelihood(from_logits=True,
+                                              prior=self.prior if p_data else None,
+                                              name=EXPOSURE_NLL))
         return metrics
 
     def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
@@ -374,10 +429,12 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         Raises:
             ValueError: (a ``keras_tuner.errors.FatalValueError``, so that the
                 tuner stops instead of retrying) when ``validation_data`` is
-                missing: the objective is a risk on held-out data.
+                missing (the objective is a score on held-out data), or, for
+                PUE/PE/FPUE, not in the validation layout (labels of 4
+                columns, from ``adp.validation.pue_validation_data`` etc.).
         """
-        try:
-            bound = inspect.signature(model.fit).bind_partial(*args, **kwargs)
+        try:  # Keras's own signature: a subclass's fit may take (*args, **kwargs)
+            bound = inspect.signature(keras.Model.fit).bind_partial(model, *args, **kwargs)
         except TypeError:
             return model.fit(*args, **kwargs)  # Keras reports the bad arguments
         arguments = bound.arguments
@@ -386,11 +443,21 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 f"The tuner objective {self.objective.name!r} is a risk on held-out data, "
                 "so it needs data that was not given: pass `validation_data=` to "
                 "`tuner.search` (held-out rows of the same setting, e.g. "
-                "adp.data.pue_dataset(..., shuffle=False)). `validation_split` is no "
+                "adp.validation.pue_validation_data(...) for PUE, "
+                "adp.data.sse_dataset(..., shuffle=False) for SSE). `validation_split` is no "
                 "substitute: it would cut the packed rows without regard to their source.")
+        if self._needs_validation_layout:
+            columns = _label_columns(arguments["validation_data"])
+            if columns is not None and columns != 4:
+                raise keras_tuner.errors.FatalValueError(
+                    f"The tuner objective {self.objective.name!r} reads the fitted θ̂ and "
+                    "the reference f† from column 3 of the validation labels, but "
+                    f"`validation_data` has labels of {columns} columns. Build it with "
+                    "adp.validation.pue_validation_data(x_pu, w, x_e, e) (or "
+                    "pe_validation_data / fpue_validation_data) from held-out rows.")
         if self.alternate:
             callbacks = list(arguments.get("callbacks") or [])
             if not any(isinstance(c, RefreshDagger) for c in callbacks):
                 callbacks.append(RefreshDagger(every_n_epochs=self.refresh_every))
             arguments["callbacks"] = callbacks
-        return model.fit(*bound.args, **bound.kwargs)
+        return model.fit(*bound.args[1:], **bound.kwargs)

@@ -4,8 +4,8 @@ Used by :class:`adpue_tf.tuning.DebiasedHyperModel`; see :func:`objective`
 for the choice per loss. Needs keras-tuner (the ``tune`` extra).
 
 Example:
-    >>> objective("double_adss").name
-    'val_l_risk'
+    >>> objective("double_adss").name, objective("adpue").name
+    ('val_l_risk', 'val_exposure_nll')
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import keras_tuner
 
 from adpue_tf import losses as losses_lib
 from adpue_tf.losses import DebiasedLoss
+from adpue_tf.validation import CRITERIA
 
-__all__ = ["LOSSES", "L_RISK", "REF_RISK", "objective"]
+__all__ = ["CRITERIA", "EXPOSURE_NLL", "LOSSES", "L_RISK", "REF_RISK", "default_criterion",
+           "objective"]
 
 #: The losses by key, for ``DebiasedHyperModel(loss=...)``: the package's
 #: registry, :data:`adpue_tf.losses.LOSSES`.
@@ -23,7 +25,10 @@ LOSSES = losses_lib.LOSSES
 
 #: Metric name of the L risk (ADS: cross-entropy with ``W`` on exposed SSE rows).
 L_RISK = "l_risk"
-#: Metric name of the risk at the reference options (used when ``β`` or ``π`` is tuned).
+#: Metric name of the exposure likelihood (:class:`adpue_tf.validation.ExposureLikelihood`).
+EXPOSURE_NLL = "exposure_nll"
+#: Metric name of the reference risk (:class:`adpue_tf.validation.ReferenceRisk`): the
+#: risk at the reference options with ``f†`` fixed to the reference by the data.
 REF_RISK = "ref_risk"
 
 #: Losses trained on SSE data, where the L risk is observable; the others
@@ -48,20 +53,37 @@ def loss_class(loss: str | type[DebiasedLoss]) -> type[DebiasedLoss]:
                     f"got {loss!r}.")
 
 
-def objective(loss: str | type[DebiasedLoss]) -> keras_tuner.Objective:
+def default_criterion(loss: str | type[DebiasedLoss]) -> str:
+    """``"reference_risk"`` for PE (its data has no rows for the likelihood), else
+    ``"exposure_likelihood"``.
+
+    Example:
+        >>> default_criterion("adpe"), default_criterion("adpue")
+        ('reference_risk', 'exposure_likelihood')
+    """
+    cls = loss_class(loss)
+    return "reference_risk" if issubclass(cls, losses_lib.ADPELoss) else "exposure_likelihood"
+
+
+def objective(loss: str | type[DebiasedLoss],
+              criterion: str | None = None) -> keras_tuner.Objective:
     """The observable tuning objective of a loss, to minimise.
 
-    * PUE, PE, FPUE (``adpue``, ``adpe``, ``adfpu``) and the PU baselines:
-      ``val_risk``, the loss's own debiased risk on held-out data of the same
-      setting. There are no rows with ``W`` and ``E`` together, so no other
-      observable estimate of the true risk exists; the risk is the one the
-      model minimises, with the options fixed across trials (only the
-      learning rate and the net vary). Caveat: with the default direct
-      ``f† = σ(z)`` each trial's risk reads its own proxy, and ``R(f; f)`` is
-      not a proper score: over-confident models can score lower (measured
-      on 400k synthetic rows: the true logit 0.440, the same logit doubled
-      and shifted by 0.5: 0.384). Prefer SSE-type held-out data and
-      ``val_l_risk`` when you can collect it.
+    * PUE, PE, FPUE (``adpue``, ``adpe``, ``adfpu``) and the PU baselines: a
+      proper observable score of :mod:`adpue_tf.validation`, on held-out data
+      in the validation layout (``adp.validation.pue_validation_data`` and
+      its PE/FPUE siblings), by ``criterion``:
+      ``"exposure_likelihood"`` gives ``val_exposure_nll`` (the likelihood of
+      ``W`` under ``σ(z)·θ̂``; proper when ``θ̂ = θ``),
+      ``"reference_risk"`` gives ``val_ref_risk`` (the risk at the reference
+      options with ``f†`` fixed to one reference for every trial; proper when
+      the reference is ``p``). The default (None) is the exposure likelihood,
+      except for PE (``adpe``), whose data (P and E rows) carries no sample
+      of ``ζ`` with ``θ̂`` and which is scored by the reference risk. Not the loss's own ``val_risk`` with
+      ``f† = σ(z)`` of each trial: ``R(f; f)`` is not a proper score and
+      rewards over-confidence (on 20k + 20k synthetic rows: the true logit
+      0.441, the same logit doubled and shifted by +1: 0.383; see
+      ``tests/test_validation.py``).
     * SSE losses (``ads``, ``adss``, ``double_adss``, ``ad3se``, PNU):
       ``val_l_risk``, the L risk (:class:`~adpue_tf.losses.ADSLoss`:
       cross-entropy with ``W`` on the exposed held-out SSE rows). Scoring by
@@ -79,18 +101,36 @@ def objective(loss: str | type[DebiasedLoss]) -> keras_tuner.Objective:
 
     Args:
         loss: a name of :data:`LOSSES` or a :class:`DebiasedLoss` subclass.
+        criterion: one of :data:`CRITERIA`, or None for :func:`default_criterion`
+            (ignored for the SSE losses).
 
     Returns:
-        ``keras_tuner.Objective("val_risk" | "val_l_risk", direction="min")``.
+        ``keras_tuner.Objective("val_exposure_nll" | "val_ref_risk" | "val_l_risk",
+        direction="min")``.
 
     Raises:
-        ValueError: on an unknown loss name.
+        ValueError: on an unknown loss name or criterion, or the exposure
+            likelihood for PE.
         TypeError: on anything but a name or a DebiasedLoss subclass.
 
     Example:
-        >>> objective("adpue").name, objective("ad3se").name
-        ('val_risk', 'val_l_risk')
+        >>> objective("adpue").name, objective("adpe", "reference_risk").name
+        ('val_exposure_nll', 'val_ref_risk')
+        >>> objective("ad3se").name
+        'val_l_risk'
     """
     cls = loss_class(loss)
-    name = L_RISK if issubclass(cls, _SSE_LOSSES) else "risk"
+    if criterion is None:
+        criterion = default_criterion(cls)
+    if criterion not in CRITERIA:
+        raise ValueError(f"`criterion` must be one of {list(CRITERIA)} or None, got "
+                         f"{criterion!r}.")
+    if criterion == "exposure_likelihood" and issubclass(cls, losses_lib.ADPELoss):
+        raise ValueError("criterion='exposure_likelihood' needs rows of a sample of ζ with "
+                         "θ̂ (PU or U rows), which PE data lacks; use "
+                         "criterion='reference_risk' for ADPE (or FPUE data and ADFPU).")
+    if issubclass(cls, _SSE_LOSSES):
+        name = L_RISK
+    else:
+        name = EXPOSURE_NLL if criterion == "exposure_likelihood" else REF_RISK
     return keras_tuner.Objective(f"val_{name}", direction="min")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import adpue_tf as adp
-from adpue_tf import synthetic
+from adpue_tf import exposure, synthetic, validation
 from adpue_tf.tuning import DebiasedHyperModel, objective
 
 LRS = [1e-3, 3e-3, 1e-2, 3e-2]
@@ -86,9 +86,10 @@ def test_make_loss_reads_the_trial_values():
 
 # -- objectives -------------------------------------------------------------------
 @pytest.mark.parametrize("loss, name", [
-    ("adpue", "val_risk"), ("adpe", "val_risk"), ("adfpu", "val_risk"),
+    ("adpue", "val_exposure_nll"), ("adpe", "val_ref_risk"),
+    ("adfpu", "val_exposure_nll"),
     ("ads", "val_l_risk"), ("adss", "val_l_risk"), ("double_adss", "val_l_risk"),
-    ("ad3se", "val_l_risk"), (adp.NNPULoss, "val_risk"), (adp.PNULoss, "val_l_risk"),
+    ("ad3se", "val_l_risk"), (adp.NNPULoss, "val_exposure_nll"), (adp.PNULoss, "val_l_risk"),
 ])
 def test_objective_per_loss(loss, name):
     obj = objective(loss)
@@ -97,31 +98,82 @@ def test_objective_per_loss(loss, name):
     assert DebiasedHyperModel(loss=loss, prior=prior, input_shape=(2,)).objective == obj
 
 
-def test_objective_when_the_risk_value_is_tuned():
+def test_objective_by_criterion():
     kw = {"input_shape": (2,)}
+    # tuning beta/gamma or the prior no longer changes the yardstick
     assert DebiasedHyperModel(loss="adpue", tune_beta_gamma=True, **kw).objective.name \
+        == "val_exposure_nll"
+    assert DebiasedHyperModel(loss="adpue", criterion="reference_risk", **kw).objective.name \
         == "val_ref_risk"
     assert DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.2, 0.3],
-                              **kw).objective.name == "val_ref_risk"
-    assert DebiasedHyperModel(loss="ad3se", tune_beta_gamma=True, **kw).objective.name \
-        == "val_l_risk"
+                              criterion="reference_risk", **kw).objective.name == "val_ref_risk"
+    assert DebiasedHyperModel(loss="ad3se", criterion="reference_risk",
+                              **kw).objective.name == "val_l_risk"
+    with pytest.raises(ValueError, match="criterion"):
+        objective("adpue", "val_risk")
+    with pytest.raises(ValueError, match="PE data lacks"):
+        DebiasedHyperModel(loss="adpe", prior=0.3, criterion="exposure_likelihood", **kw)
 
 
-def test_ref_risk_uses_the_reference_prior():
+def _half(dim: int) -> keras.Model:
+    """A reference f† = 0.5 everywhere."""
+    return keras.Sequential([keras.Input((dim,)), keras.layers.Dense(
+        1, activation="sigmoid", kernel_initializer="zeros")])
+
+
+def test_ref_risk_uses_the_reference_prior_and_fixed_dagger():
     s = synthetic.synthetic_pue(60, 60, seed=1)
     x_p = s.x_pu[s.w_pu == 1]
-    ds = adp.data.pe_dataset(x_p, s.x_e, s.e_e, batch_size=len(x_p) + 60, shuffle=False)
-    hm = DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.3, 0.45], input_shape=(2,))
+    n = len(x_p) + 60  # P rows and E rows: one batch
+    ds = validation.pe_validation_data(x_p, s.x_e, s.e_e, reference=_half(2), batch_size=n)
+    hm = DebiasedHyperModel(loss="adpe", prior=0.3, priors=[0.3, 0.45], input_shape=(2,),
+                            criterion="reference_risk")
     hp = keras_tuner.HyperParameters()
     hp.Fixed("prior", 0.45)
     model = hm.build(hp)
+    model.set_weights([np.array([[1.0], [-2.0]]), np.array([0.3])])
     logs = model.evaluate(ds, verbose=0, return_dict=True)
     x, y = next(iter(ds))
+    assert y.shape == (n, 4)
+    np.testing.assert_allclose(y.numpy()[:, 3], 0.5, atol=1e-7)
     z = model(x)
     ref = adp.ADPELoss(prior=0.3, from_logits=True)(y, z)
     tuned = adp.ADPELoss(prior=0.45, from_logits=True)(y, z)
+    assert abs(float(ref) - float(tuned)) > 1e-3
     np.testing.assert_allclose(logs["ref_risk"], float(ref), rtol=1e-5)
     np.testing.assert_allclose(logs["risk"], float(tuned), rtol=1e-5)
+
+
+def test_exposure_nll_objective_equals_validation_score():
+    s = synthetic.synthetic_pue(80, 70, seed=2)
+    theta = exposure.fit_exposure_model(s.x_e, s.e_e)
+    ds = validation.pue_validation_data(s.x_pu, s.w_pu, s.x_e, s.e_e, exposure_model=theta,
+                                        reference=_half(2), batch_size=150)
+    hm = DebiasedHyperModel(loss="adpue", input_shape=(2,), tune_beta_gamma=True)
+    model = hm.build(keras_tuner.HyperParameters())
+    model.set_weights([np.array([[2.0], [-1.0]]), np.array([0.5])])
+    logs = model.evaluate(ds, verbose=0, return_dict=True)
+    expected = adp.validation_score(model, s.x_pu, s.w_pu, s.x_e, s.e_e, exposure_model=theta)
+    np.testing.assert_allclose(logs["exposure_nll"], expected, rtol=1e-5)
+
+
+def test_fit_refuses_validation_data_without_the_layout(pue):
+    train, _ = pue
+    s = synthetic.synthetic_pue(50, 50, seed=3)
+    plain = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=50, shuffle=False)
+    hm = DebiasedHyperModel(input_shape=(2,))
+    hp = keras_tuner.HyperParameters()
+    with pytest.raises(keras_tuner.errors.FatalValueError, match="pue_validation_data"):
+        hm.fit(hp, hm.build(hp), train, validation_data=plain, epochs=1, verbose=0)
+
+
+def test_learning_rates_as_an_array():
+    hm = DebiasedHyperModel(input_shape=(2,), learning_rates=np.array([1e-2, 1e-3]),
+                            loss="double_adss", alphas=np.array([0.0, 0.5]))
+    hp = _built(hm)
+    assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
+    assert _space(hp) == {"learning_rate": [1e-2, 1e-3], "alpha": [0.0, 0.5]}
+    assert all(type(v) is float for v in _space(hp)["learning_rate"])
 
 
 # -- searches end to end ----------------------------------------------------------
@@ -130,8 +182,8 @@ def pue():
     s = synthetic.synthetic_pue(600, 600, seed=0)
     train = adp.data.pue_dataset(s.x_pu[:400], s.w_pu[:400], s.x_e[:400], s.e_e[:400],
                                  batch_size=200, seed=0)
-    val = adp.data.pue_dataset(s.x_pu[400:], s.w_pu[400:], s.x_e[400:], s.e_e[400:],
-                               batch_size=200, shuffle=False)
+    val = validation.pue_validation_data(s.x_pu[400:], s.w_pu[400:], s.x_e[400:],
+                                         s.e_e[400:], batch_size=200)
     return train, val
 
 
@@ -163,7 +215,7 @@ def test_random_search(pue, tmp_path):
                                      directory=tmp_path, overwrite=True)
     tuner.search(train, validation_data=val, epochs=2, verbose=0)
     _, best = _check_done(tuner, 3, ["learning_rate"])
-    assert best.metrics.exists("val_risk")
+    assert best.metrics.exists("val_exposure_nll")
 
 
 @pytest.mark.slow
@@ -222,6 +274,8 @@ def test_missing_validation_data(pue, tmp_path):
     ({"input_shape": None}, ValueError, "input_shape"),
     ({"input_shape": (0,)}, TypeError, "positive ints"),
     ({"build_net": "dense"}, TypeError, "callable"),
+    ({"criterion": "val_risk"}, ValueError, "criterion"),
+    ({"learning_rates": np.array([[1e-3, 1e-2]])}, ValueError, "1-D"),
 ])
 def test_bad_arguments(kwargs, error, match):
     kwargs = {"input_shape": (2,), **kwargs}
