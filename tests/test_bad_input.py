@@ -247,3 +247,144 @@ LOSS_REGISTRY_CASES = [
                          ids=[c[0] for c in LOSS_REGISTRY_CASES])
 def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected):
     run_case(call, expected)
+
+
+# --- observable validation, exposure model, Ratio model, tuner (adp.validation_score, ...) ----
+import keras as _keras  # noqa: E402
+import keras_tuner as _kt  # noqa: E402
+
+from adpue_tf import exposure as _exposure  # noqa: E402
+from adpue_tf import validation as _validation  # noqa: E402
+from adpue_tf.tuning import DebiasedHyperModel as _HyperModel  # noqa: E402
+
+_V_RNG = _np.random.default_rng(0)
+_V_X = _V_RNG.normal(size=(40, 2))
+_V_W = _np.r_[_np.ones(10), _np.zeros(30)]
+_V_E = _np.r_[_np.ones(20), _np.zeros(20)]
+_V_NAN = _V_X.copy()
+_V_NAN[3, 1] = _np.nan
+
+
+def _v_logit(x):
+    return _np.asarray(x) @ _np.array([1.0, -1.0])
+
+
+def _v_score(model=_v_logit, x_pu=_V_X, w=_V_W, x_e=_V_X, e=_V_E, **kw):
+    kw.setdefault("from_logits", True)
+    return _adp.validation_score(model, x_pu, w, x_e, e, **kw)
+
+
+def _v_half():
+    return _keras.Sequential([_keras.Input((2,)), _keras.layers.Dense(
+        1, activation="sigmoid", kernel_initializer="zeros")])
+
+
+VALIDATION_CASES = [
+    ("unknown criterion", lambda: _v_score(criterion="val_risk"),
+     (ValueError, r"`criterion` must be one of \['exposure_likelihood', 'reference_risk'\]")),
+    ("reference with the likelihood", lambda: _v_score(reference=_v_half()),
+     (ValueError, "`reference` is used by criterion='reference_risk' only")),
+    ("reference and exposure_model", lambda: _v_score(
+        criterion="reference_risk", reference=_v_half(), exposure_model=_v_half()),
+     (ValueError, "drop one of `exposure_model` and `reference`")),
+    ("model a string", lambda: _v_score(model="linear"),
+     (TypeError, "`model` must be a keras.Model or a callable, got str")),
+    ("from_logits None, not compiled", lambda: _v_score(model=_v_half(), from_logits=None),
+     (ValueError, "`from_logits=None` reads the compiled loss.*NoneType")),
+    ("from_logits a string", lambda: _v_score(from_logits="yes"),
+     (TypeError, "`from_logits` must be a bool")),
+    ("w not binary", lambda: _v_score(w=_np.r_[2.0, _V_W[1:]]),
+     (ValueError, r"`w` must hold only 0 and 1; found \[2.0\]")),
+    ("w too short", lambda: _v_score(w=_V_W[:3]),
+     (ValueError, "`w` has 3 rows but `x_pu` has 40")),
+    ("x_pu with NaN", lambda: _v_score(x_pu=_V_NAN),
+     (ValueError, "`x_pu` contains 1 NaN or infinite")),
+    ("x_pu a vector", lambda: _v_score(x_pu=_V_X[:, 0]),
+     (ValueError, r"`x_pu` must have shape \(n, n_features, ...\)")),
+    ("x_pu feature dict", lambda: _v_score(x_pu={"a": _V_X}),
+     (TypeError, "`x_pu` must be an array of features")),
+    ("x_e other width", lambda: _v_score(x_e=_np.ones((40, 3))),
+     (ValueError, r"`x_e` has feature shape \(3,\) but `x_pu` has \(2,\)")),
+    ("x_e missing, θ̂ to fit", lambda: _v_score(x_e=None, e=None),
+     (TypeError, "`x_e` must be an array of features")),
+    ("x_e without e", lambda: _v_score(e=None, exposure_model=_v_half()),
+     (ValueError, "Give both `x_e` and `e`")),
+    ("e constant", lambda: _v_score(e=_np.zeros(40)),
+     (ValueError, "`e` holds only the value 0; θ̂ needs exposed and unexposed rows")),
+    ("exposure_model gives logits", lambda: _v_score(exposure_model=_v_logit),
+     (ValueError, r"`exposure_model` must give probabilities in \[0, 1\].*logits")),
+    ("exposure_model a string", lambda: _v_score(exposure_model="logistic"),
+     (TypeError, "`exposure_model` must be a keras.Model or a callable")),
+    ("reference gives logits", lambda: _v_score(criterion="reference_risk",
+                                                reference=_v_logit),
+     (ValueError, r"`reference` must give probabilities in \[0, 1\]")),
+    ("model two outputs", lambda: _v_score(model=lambda x: _np.ones((len(x), 2))),
+     (ValueError, r"`model` must give one value per row.*shape \(40, 2\)")),
+    ("model NaN output", lambda: _v_score(model=lambda x: _np.r_[_np.nan, _v_logit(x)[1:]]),
+     (ValueError, "`model` gave 1 NaN or infinite")),
+    ("batch_size 0", lambda: _v_score(batch_size=0),
+     (ValueError, "`batch_size` must be at least 1")),
+    ("batch_size float", lambda: _v_score(batch_size=2.5),
+     (TypeError, "`batch_size` must be an int")),
+    ("w constant for the Ratio", lambda: _v_score(w=_np.zeros(40), criterion="reference_risk"),
+     (ValueError, "`w` holds only the value 0; q̂ needs")),
+    ("pue data batch_size 1", lambda: _validation.pue_validation_data(
+        _V_X, _V_W, _V_X, _V_E, batch_size=1),
+     (ValueError, "`batch_size` must be at least 2")),
+    ("pe data without reference", lambda: _validation.pe_validation_data(
+        _V_X, _V_X, _V_E, reference=None),
+     (ValueError, "`reference` is required for PE/FPUE validation data")),
+    ("fpue data without x_u", lambda: _validation.fpue_validation_data(
+        _V_X, None, _V_X, _V_E, reference=_v_half()),
+     (TypeError, "`x_u` must be an array of features")),
+    ("fit_exposure_model strings", lambda: _exposure.fit_exposure_model(
+        _np.array([["a", "b"]]), [1]),
+     (TypeError, "`x_e` must be numeric")),
+    ("fit_exposure_model l2 < 0", lambda: _exposure.fit_exposure_model(_V_X, _V_E, l2=-1.0),
+     (ValueError, "`l2` must be >= 0")),
+    ("RatioModel floor 0", lambda: _exposure.RatioModel(_v_half(), _v_half(), theta_floor=0.0),
+     (ValueError, r"`theta_floor` must lie in \(0, 1\)")),
+    ("RatioModel q not a model", lambda: _exposure.RatioModel(_v_logit, _v_half()),
+     (TypeError, "`q_model` must be a keras.Model")),
+    ("ExposureLikelihood prior 1.5", lambda: _validation.ExposureLikelihood(prior=1.5),
+     (ValueError, r"`prior` must be a number in \(0, 1\)")),
+    ("ExposureLikelihood from_logits str", lambda: _validation.ExposureLikelihood("no"),
+     (TypeError, "`from_logits` must be a bool")),
+    ("ReferenceRisk of Logit", lambda: _validation.ReferenceRisk(_adp.LogitLoss()),
+     (ValueError, "LogitLoss does not use f")),
+    ("metric on 5-column labels",
+     lambda: _validation.ExposureLikelihood().update_state(_np.zeros((2, 5)), _np.zeros(2)),
+     (ValueError, r"validation layout, shape \(batch, 4\)")),
+    ("tuner learning_rates 2-D array", lambda: _HyperModel(
+        input_shape=(2,), learning_rates=_np.array([[1e-3, 1e-2]])),
+     (ValueError, r"`learning_rates` must be a 1-D sequence.*shape \(1, 2\)")),
+    ("tuner learning_rates array with 0", lambda: _HyperModel(
+        input_shape=(2,), learning_rates=_np.array([0.0, 1e-2])),
+     (ValueError, "`learning_rates` values must be positive")),
+    ("tuner unknown criterion", lambda: _HyperModel(input_shape=(2,), criterion="val_risk"),
+     (ValueError, "`criterion` must be one of")),
+    ("tuner likelihood for PE", lambda: _HyperModel(
+        input_shape=(2,), loss="adpe", prior=0.3, criterion="exposure_likelihood"),
+     (ValueError, "PE data lacks")),
+    ("tuner plain validation data", lambda: _HyperModel(input_shape=(2,)).fit(
+        _kt.HyperParameters(), _keras.Sequential([_keras.Input((2,)), _keras.layers.Dense(1)]),
+        _adp.data.pue_dataset(_V_X, _V_W, _V_X, _V_E, batch_size=20, shuffle=False),
+        validation_data=_adp.data.pue_dataset(_V_X, _V_W, _V_X, _V_E, batch_size=20,
+                                              shuffle=False)),
+     (ValueError, "labels of 3 columns. Build it with adp.validation.pue_validation_data")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in VALIDATION_CASES],
+                         ids=[c[0] for c in VALIDATION_CASES])
+def test_bad_input_validation_score_exposure_tuner(call, expected):
+    run_case(call, expected)
+
+
+def test_tuner_takes_numpy_arrays_of_choices():
+    """Succeeds: 1-D arrays of choices (formerly refused with 'truth value is ambiguous')."""
+    hm = _HyperModel(input_shape=(2,), learning_rates=_np.array([1e-2, 1e-3]),
+                     loss="double_adss", alphas=_np.linspace(0.0, 1.0, 3))
+    hp = _kt.HyperParameters()
+    hm.build(hp)
+    assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
