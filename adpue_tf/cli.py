@@ -1,5 +1,12 @@
 """The ``adpue-tf`` command.
 
+What a user reads is ours: TensorFlow's C++ start-up logs (oneDNN, CUDA
+probing, CPU features, absl's "All log messages before absl::InitializeLog()")
+are hidden unless ``--verbose``. The package imports TensorFlow lazily, so the
+command sends file descriptor 2 to a temporary file before TensorFlow loads,
+keeps Python's own ``sys.stderr`` (progress, warnings, errors) on the terminal,
+and afterwards shows whatever native output was not start-up noise.
+
 Example:
     >>> from adpue_tf.cli import build_parser
     >>> build_parser().parse_args(["demo", "--seeds", "3"]).seeds
@@ -9,11 +16,14 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import re
 import sys
+import tempfile
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 __all__ = ["build_parser", "main"]
 
@@ -26,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adpue-tf",
         description="Debiased learning from positive, unlabeled and exposure data.")
     parser.add_argument("--version", action="version", version=f"adpue-tf {__version__}")
+    parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="semi-synthetic PUE demo on breast-cancer data")
     demo.add_argument("--seeds", type=int, default=5, help="number of trials (>= 2)")
@@ -66,7 +77,59 @@ def build_parser() -> argparse.ArgumentParser:
     neural.add_argument("--rows", type=int, default=None,
                         help="use a seeded subsample of this many rows (CPU runs)")
     neural.add_argument("--n-test", type=int, default=10_000, help="held-out test rows")
+    for p in (*sub.choices.values(), *kinds.choices.values()):  # also after the command
+        p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help=_VERBOSE_HELP)
     return parser
+
+
+_VERBOSE_HELP = "show TensorFlow's own start-up and C++ logs"
+
+#: What TensorFlow's C++ side writes while it starts: absl's pre-init notice, every
+#: INFO line, and the warnings/errors of its CPU-feature and CUDA probing.
+_STARTUP_NOISE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called"
+    r"|I\d{4} [\d:.]+\s+\d+ \S+:\d+\] "
+    r"|[WE]\d{4} [\d:.]+\s+\d+ (cuda\w*|cudart_stub|cpu_feature_guard|port)\.cc:\d+\] "
+    r"|To enable the following instructions: ")
+
+
+@contextlib.contextmanager
+def _native_logs_hidden() -> Iterator[None]:
+    """Hide TensorFlow's C++ start-up logs; show any other native output afterwards.
+
+    File descriptor 2 (where C++ code writes) goes to a temporary file while
+    the command runs; ``sys.stderr`` keeps writing to the terminal. On exit
+    the file's lines, less :data:`_STARTUP_NOISE`, are written to stderr.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # C++ logs once absl is set up
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)  # retracing notices of the benches
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = tempfile.TemporaryFile()
+    os.dup2(log.fileno(), 2)
+    python_stderr = sys.stderr
+    try:
+        on_fd2 = python_stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # e.g. a capture object in tests
+        on_fd2 = False
+    if on_fd2:  # Python's own messages stay on the terminal, line by line
+        sys.stderr = open(os.dup(saved), "w", buffering=1, errors="backslashreplace",
+                          encoding=getattr(python_stderr, "encoding", None) or "utf-8")
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        sys.stderr = python_stderr
+        log.seek(0)
+        kept = [line for line in log.read().decode("utf-8", "replace").splitlines()
+                if not _STARTUP_NOISE.match(line)]
+        log.close()
+        if kept:
+            print("\n".join(kept), file=sys.stderr, flush=True)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -132,11 +195,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adpue-tf`` console script."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)  # retracing notices of the benches
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help, --version and usage errors: no TensorFlow
+    command = {"demo": _demo, "bench": _bench, "simulate-logs": _simulate_logs}[args.command]
     try:
-        return {"demo": _demo, "bench": _bench, "simulate-logs": _simulate_logs}[args.command](args)
+        with contextlib.nullcontext() if args.verbose else _native_logs_hidden():
+            return command(args)
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"adpue-tf: error: {err}", file=sys.stderr)
         return 2
