@@ -388,3 +388,131 @@ def test_tuner_takes_numpy_arrays_of_choices():
     hp = _kt.HyperParameters()
     hm.build(hp)
     assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
+
+
+# --- serving and the command line (adp.export_for_serving, adp.serving_path, adpue-tf) ---
+# Every export call runs in a scratch working directory (see the test), so a broken
+# path check could never touch the repository.
+
+import contextlib as _s_contextlib  # noqa: E402
+import io as _s_io  # noqa: E402
+
+import keras as _s_keras  # noqa: E402
+import tensorflow as _s_tf  # noqa: E402
+
+from adpue_tf import cli as _s_cli  # noqa: E402
+
+
+def _s_net(dtype="float32", units=1, outputs=1):
+    x = _s_keras.Input((3,), dtype=dtype, name="item_id" if dtype == "string" else "x")
+    h = _s_keras.layers.Hashing(num_bins=4, output_mode="one_hot")(x) if dtype == "string" else x
+    outs = [_s_keras.layers.Dense(units)(h) for _ in range(outputs)]
+    return _s_keras.Model(x, outs[0] if outputs == 1 else outs)
+
+
+def _s_export(path, model=None, **kw):
+    kw.setdefault("from_logits", True)
+    return _adp.export_for_serving(_s_net() if model is None else model, path, **kw)
+
+
+def _s_dir(path, *files):
+    """A directory holding ``files`` (sub-directories where a name ends with '/')."""
+    import os
+
+    os.makedirs(path, exist_ok=True)
+    for name in files:
+        if name.endswith("/"):
+            os.makedirs(os.path.join(path, name), exist_ok=True)
+        else:
+            with open(os.path.join(path, name), "w") as f:
+                f.write("x")
+    return path
+
+
+def _s_serve_wrong_width():
+    fn = _s_tf.saved_model.load(_s_export("m")).signatures["serving_default"]
+    fn(features=_s_tf.zeros((2, 4)))
+
+
+def _s_cli_run(*argv):
+    """`adpue-tf argv`; a non-zero exit becomes SystemExit('exit N: <stderr>')."""
+    err = _s_io.StringIO()
+    try:
+        with _s_contextlib.redirect_stderr(err):
+            code = _s_cli.main(list(argv))
+    except SystemExit as done:
+        code = done.code
+    if code:
+        raise SystemExit(f"exit {code}: {err.getvalue()}")
+
+
+SERVING_CLI_CASES = [
+    ("export path ''", lambda: _s_export(""), (ValueError, "`path` must name a directory")),
+    ("export path '.'", lambda: _s_export(".", overwrite=True),
+     (ValueError, "is the current working directory.*Nothing was written or deleted")),
+    ("export path './'", lambda: _s_export("./", overwrite=True),
+     (ValueError, "is the current working directory")),
+    ("export path '..'", lambda: _s_export("..", overwrite=True),
+     (ValueError, "is an ancestor of the current working directory")),
+    ("export path a TF Serving base dir", lambda: _s_export(
+        _s_dir("base", "1/", "2/"), overwrite=True),
+     (ValueError, "a TF Serving base directory holding versions 1, 2")),
+    ("export path a non-SavedModel dir", lambda: _s_export(
+        _s_dir("notes", "a.txt"), overwrite=True),
+     (ValueError, r"a directory that is not a SavedModel \(it holds a.txt\)")),
+    ("export path a file", lambda: _s_export(_s_dir(".", "f.txt") + "/f.txt", overwrite=True),
+     (ValueError, "exists and is a file")),
+    ("export over a SavedModel without overwrite",
+     lambda: _s_export(_s_dir("sm", "saved_model.pb")),
+     (FileExistsError, "already holds a SavedModel; pass overwrite=True")),
+    ("export path not a path", lambda: _s_export(3), (TypeError, "`path` must be a str")),
+    ("export overwrite not a bool", lambda: _s_export("m2", overwrite=1),
+     (TypeError, "`overwrite` must be True or False")),
+    ("export not a keras model", lambda: _adp.export_for_serving(lambda x: x, "m3"),
+     (TypeError, "`model` must be a keras.Model")),
+    ("export string input", lambda: _s_export("m4", _s_net("string")),
+     (ValueError, "input 'item_id' has dtype string")),
+    ("export two outputs", lambda: _s_export("m5", _s_net(outputs=2)),
+     (ValueError, "single output")),
+    ("export two output units", lambda: _s_export("m6", _s_net(units=2)),
+     (ValueError, "one output unit")),
+    ("export from_logits unknown", lambda: _s_export("m7", from_logits=None),
+     (ValueError, "Pass `from_logits=True` or `from_logits=False`")),
+    ("served with the wrong width", _s_serve_wrong_width,
+     (_s_tf.errors.InvalidArgumentError,
+      r"Shape of tensor features \[2,4\] is not compatible with expected shape \[\?,3\]")),
+    ("serving_path name with a separator", lambda: _adp.serving_path("e", "a/b", 1),
+     (ValueError, "`name` must be one non-empty path component")),
+    ("serving_path negative version", lambda: _adp.serving_path("e", "m", -1),
+     (ValueError, "`version` must be an int >= 0")),
+    ("serving_path version '1'", lambda: _adp.serving_path("e", "m", "1"),
+     (TypeError, "`version` must be an int >= 0")),
+    ("cli --datasets ''", lambda: _s_cli_run("bench", "linear", "--datasets", ""),
+     (SystemExit, "(?s)exit 2: .*argument --datasets: expected comma-separated data set names")),
+    ("cli unknown data set", lambda: _s_cli_run("bench", "neural", "--datasets", "svhn"),
+     (SystemExit, r"exit 2: adpue-tf: error: Unknown data set\(s\) \['svhn'\]")),
+    ("cli unwritable --out", lambda: _s_cli_run(
+        "bench", "linear", "--datasets", "australian", "--out", "/proc/forbidden/res"),
+     (SystemExit, "exit 2: adpue-tf: error: cannot write results to `--out` "
+                  "'/proc/forbidden/res'.*Nothing was computed")),
+    ("cli --alphas not numbers", lambda: _s_cli_run("bench", "linear", "--alphas", "a,b"),
+     (SystemExit, "(?s)exit 2: .*expected comma-separated numbers, got 'a,b'")),
+    ("cli demo --seeds 1", lambda: _s_cli_run("demo", "--seeds", "1"),
+     (SystemExit, "exit 2: adpue-tf: error: `seeds` must be an int >= 2")),
+    ("cli unknown command", lambda: _s_cli_run("train"),
+     (SystemExit, "(?s)exit 2: .*invalid choice: 'train'")),
+    ("cli no command", lambda: _s_cli_run(),
+     (SystemExit, "(?s)exit 2: .*the following arguments are required: command")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in SERVING_CLI_CASES],
+                         ids=[c[0] for c in SERVING_CLI_CASES])
+def test_bad_input_export_for_serving_serving_path_cli(call, expected, tmp_path, monkeypatch):
+    work = tmp_path / "project" / "work"
+    work.mkdir(parents=True)
+    (work / "keep.txt").write_text("mine")
+    monkeypatch.chdir(work)
+    run_case(call, expected)
+    assert (work / "keep.txt").read_text() == "mine"  # nothing deleted, "." and ".." included
+    assert not [p for p in tmp_path.rglob(".*") if ".tmp-" in p.name or ".old-" in p.name]
