@@ -4,13 +4,18 @@ A stream comes from NumPy arrays (validated eagerly) or from a
 ``tf.data.Dataset`` of unbatched rows (element spec checked eagerly, values by
 ``tf.debugging`` assertions while iterated). :mod:`adpue_tf.data` zips the
 streams of a setting into interleaved batches.
+
+Features are one dense tensor per row (cast to float32, as always), or a
+*structure*: a dict (or a tuple, nested at will) of per-row tensors, each leaf
+kept in its kind: floats as float32, integers as int64, bools, strings (ids).
+Messages name a leaf by its path, e.g. ```x_pu["user_id"]```.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -19,6 +24,7 @@ import tensorflow as tf
 from adpue_tf.labels import Source, check_binary, check_finite, pack_labels
 
 _SHUFFLE_BUFFER = 10_000
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,8 +34,90 @@ class Stream:
     name: str  # argument name of the features, for messages
     source: Source
     rows: int | None  # None: unknown or infinite
-    shape: tf.TensorShape  # shape of one row's features
+    spec: Any  # a tf.TensorSpec of one row's features, or a nest (dict/tuple) of them
     batches: Callable[[int, bool, int | None], tf.data.Dataset]
+
+    @property
+    def leaves(self) -> list[tuple[str, tf.TensorSpec]]:
+        """``(name, spec)`` of every feature leaf, in ``tf.nest`` order."""
+        return list(zip(tf.nest.flatten(leaf_names(self.name, self.spec)),
+                        tf.nest.flatten(self.spec)))
+
+
+def is_structure(x: Any) -> bool:
+    """Whether features ``x`` are a structure (a dict or a tuple) rather than one array."""
+    return isinstance(x, (Mapping, tuple))
+
+
+def leaf_names(name: str, x: Any) -> Any:
+    """The structure of ``x`` with each leaf replaced by its path, e.g. ``x["ids"][0]``."""
+    if isinstance(x, Mapping):
+        return {k: leaf_names(f"{name}[{k!r}]".replace("'", '"'), v) for k, v in x.items()}
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(leaf_names(f"{name}[{i}]", v) for i, v in enumerate(x))
+    return name
+
+
+def _map_leaves(fn: Callable[[str, Any], Any], name: str, x: Any) -> Any:
+    """Apply ``fn(path, leaf)`` to every leaf of a dict/tuple nest, keeping the structure."""
+    if isinstance(x, Mapping):
+        if not x:
+            raise ValueError(f"`{name}` is an empty dict; it needs at least one feature.")
+        for k in x:
+            if not isinstance(k, str):
+                raise TypeError(f"`{name}` must have string keys, got {k!r}.")
+        return {k: _map_leaves(fn, f'{name}["{k}"]', v) for k, v in x.items()}
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        if not x:
+            raise ValueError(f"`{name}` is an empty tuple; it needs at least one feature.")
+        return tuple(_map_leaves(fn, f"{name}[{i}]", v) for i, v in enumerate(x))
+    return fn(name, x)
+
+
+def _leaf_array(path: str, value: Any) -> np.ndarray:
+    """One leaf of structured features as an array: float32, int64, bool or str/bytes."""
+    if isinstance(value, tf.Tensor):
+        value = value.numpy()
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        arr = None
+    if arr is not None and arr.dtype.kind in "USO":
+        odd = [v for v in arr.flat if not isinstance(v, (str, bytes))][:1]
+        if arr.dtype.kind == "O" and odd:
+            raise TypeError(f"`{path}` must hold numbers or strings, got dtype object "
+                            f"with {type(odd[0]).__name__} values.")
+        if arr.dtype.kind == "O":
+            arr = arr.astype(bytes if all(isinstance(v, bytes) for v in arr.flat) else str)
+    else:
+        arr = check_finite(path, value)
+        if arr.dtype.kind == "f":
+            if arr.size and float(np.max(np.abs(arr))) > _FLOAT32_MAX:
+                raise ValueError(f"`{path}` holds {float(np.max(np.abs(arr))):g}, beyond the "
+                                 "float32 range (±3.4e38).")
+            arr = arr.astype(np.float32)
+        elif arr.dtype.kind in "iu":
+            if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+                raise ValueError(f"`{path}` holds integers beyond the int64 range.")
+            arr = arr.astype(np.int64)
+    if arr.ndim < 1:
+        raise ValueError(f"`{path}` must have one entry per row, got a scalar.")
+    if 0 in arr.shape[1:]:
+        raise ValueError(f"`{path}` has zero-width features: shape {arr.shape}; every row "
+                         "needs at least one feature.")
+    return arr
+
+
+def _leaf_dtype(path: str, dtype: tf.DType, dense: bool) -> tf.DType:
+    """The dtype a Dataset leaf is batched as; TypeError naming ``path`` if it has none."""
+    if dtype == tf.string and not dense:
+        return tf.string
+    if not (dtype.is_floating or dtype.is_integer or dtype.is_bool):
+        raise TypeError(f"`{path}` must be numeric{'' if dense else ' or a string'}, got "
+                        f"dtype {dtype.name}.")
+    if dense or dtype.is_floating:
+        return tf.float32
+    return tf.bool if dtype.is_bool else tf.int64
 
 
 def check_exposure(arg: str, e: np.ndarray) -> None:
@@ -58,44 +146,58 @@ def check_exposure(arg: str, e: np.ndarray) -> None:
 
 def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
-    x = check_finite(name, x)
-    if x.size and np.issubdtype(x.dtype, np.floating):
-        big = float(np.max(np.abs(x)))
-        if big > float(np.finfo(np.float32).max):
-            raise ValueError(f"`{name}` holds {big:g}, beyond the float32 range (±3.4e38).")
-    x = np.asarray(x, dtype=np.float32)
-    if x.ndim < 1 or len(x) == 0:
-        raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")
-    if 0 in x.shape[1:]:
-        raise ValueError(f"`{name}` has zero-width features: shape {x.shape}; every row "
-                         "needs at least one feature.")
+    if is_structure(x):
+        x = _map_leaves(_leaf_array, name, x)
+        sizes = [(path, len(a)) for path, a in zip(tf.nest.flatten(leaf_names(name, x)),
+                                                   tf.nest.flatten(x))]
+        if len({n for _, n in sizes}) > 1:
+            raise ValueError(f"The features of `{name}` disagree on the number of rows: "
+                             + ", ".join(f"`{p}` has {n}" for p, n in sizes) + ".")
+        n_rows = sizes[0][1]
+    else:
+        x = check_finite(name, x)
+        if x.size and np.issubdtype(x.dtype, np.floating):
+            big = float(np.max(np.abs(x)))
+            if big > _FLOAT32_MAX:
+                raise ValueError(f"`{name}` holds {big:g}, beyond the float32 range (±3.4e38).")
+        x = np.asarray(x, dtype=np.float32)
+        if x.ndim < 1:
+            raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")
+        if 0 in x.shape[1:]:
+            raise ValueError(f"`{name}` has zero-width features: shape {x.shape}; every row "
+                             "needs at least one feature.")
+        n_rows = len(x)
+    if n_rows == 0:
+        raise ValueError(f"`{name}` is empty; it needs at least one row.")
     packed = {}
     for role, (arg, value) in labels.items():
         if value is None:
             raise ValueError(f"`{arg}` is required when `{name}` is an array.")
         packed[role] = check_binary(arg, value)
-        if len(packed[role]) != len(x):
-            raise ValueError(f"`{arg}` has {len(packed[role])} rows but `{name}` has {len(x)}.")
+        if len(packed[role]) != n_rows:
+            raise ValueError(f"`{arg}` has {len(packed[role])} rows but `{name}` has {n_rows}.")
     if "e" in packed:
         check_exposure(labels["e"][0], packed["e"])
     if source == Source.SSE and np.any(packed["w"] > packed["e"]):
         (w_arg, _), (e_arg, _) = labels["w"], labels["e"]
         raise ValueError(f"`{w_arg}` must be 0 where `{e_arg}` is 0 (W = E*Y) in SSE data.")
-    xt = tf.constant(x)
-    yt = tf.constant(pack_labels(source, n=len(x), **packed))
+    xt = tf.nest.map_structure(tf.constant, x)
+    yt = tf.constant(pack_labels(source, n=n_rows, **packed))
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape[1:], t.dtype), xt)
 
     def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        idx = tf.data.Dataset.range(len(x))
+        idx = tf.data.Dataset.range(n_rows)
         if shuffle:
-            idx = idx.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+            idx = idx.shuffle(n_rows, seed=seed, reshuffle_each_iteration=True)
         idx = idx.repeat().batch(k, drop_remainder=True)
-        return idx.map(lambda i: (tf.gather(xt, i), tf.gather(yt, i)))
+        return idx.map(lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt),
+                                  tf.gather(yt, i)))
 
-    return Stream(name, source, len(x), tf.TensorShape(x.shape[1:]), batches)
+    return Stream(name, source, n_rows, spec, batches)
 
 
 def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict) -> Stream:
-    """A stream over a Dataset of unbatched rows ``x`` or ``(x, *labels)``."""
+    """A stream over a Dataset of unbatched rows ``x`` or ``(x, *labels)``; ``x`` may be a nest."""
     args = [arg for arg, _ in labels.values()]
     for arg, value in labels.values():
         if value is not None:
@@ -104,19 +206,31 @@ def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict
                 f"the Dataset yields ({', '.join(['x'] + args)}) instead."
             )
     spec = ds.element_spec
-    specs = spec if isinstance(spec, tuple) else (spec,)
-    if len(specs) != 1 + len(labels) or not all(isinstance(s, tf.TensorSpec) for s in specs):
-        raise ValueError(
-            f"`{name}` must yield unbatched rows `{', '.join(['x'] + args)}`, "
-            f"got element_spec {spec}."
-        )
-    for arg, s in zip([name] + args, specs):
+    unwrap = not labels and isinstance(spec, tuple) and len(spec) == 1  # rows `(x,)`
+    if labels:
+        if not isinstance(spec, tuple) or len(spec) != 1 + len(labels) or not all(
+                isinstance(s, tf.TensorSpec) for s in spec[1:]):
+            raise ValueError(
+                f"`{name}` must yield unbatched rows `({', '.join(['x'] + args)})`, "
+                f"got element_spec {spec}."
+            )
+        x_spec, lab_specs = spec[0], spec[1:]
+    else:
+        x_spec, lab_specs = (spec[0] if unwrap else spec), ()
+    dense = isinstance(x_spec, tf.TensorSpec)
+    names = leaf_names(name, x_spec)
+    for path, s in zip(tf.nest.flatten(names), tf.nest.flatten(x_spec)):
+        if not isinstance(s, tf.TensorSpec):
+            raise ValueError(f"`{path}` must be one dense tensor per row, got {s}"
+                             + ("" if labels or dense else
+                                f"; `{name}` rows are the features alone, without labels") + ".")
+        _leaf_dtype(path, s.dtype, dense)
+        if s.shape.rank and 0 in s.shape.as_list():
+            raise ValueError(f"`{path}` has zero-width features: rows of shape {s.shape}; "
+                             "every row needs at least one feature.")
+    for arg, s in zip(args, lab_specs):
         if not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool):
             raise TypeError(f"`{arg}` must be numeric, got dtype {s.dtype.name}.")
-    if specs[0].shape.rank and 0 in specs[0].shape.as_list():
-        raise ValueError(f"`{name}` has zero-width features: rows of shape {specs[0].shape}; "
-                         "every row needs at least one feature.")
-    for arg, s in zip(args, specs[1:]):
         if s.shape.rank is None or s.shape.as_list() not in ([], [1]):
             raise ValueError(f"`{arg}` rows must have shape () or (1,), got {s.shape}.")
     card = int(ds.cardinality())
@@ -124,10 +238,16 @@ def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict
         raise ValueError(f"`{name}` is empty; it needs at least one row.")
     rows = card if card > 0 else None
 
-    def pack(x: tf.Tensor, *labs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        x = tf.debugging.assert_all_finite(
-            tf.cast(x, tf.float32), f"`{name}` contains NaN or infinite values.")
-        zeros = tf.zeros(tf.shape(x)[:1], tf.float32)
+    def cast(path: str, t: tf.Tensor) -> tf.Tensor:
+        t = tf.cast(t, _leaf_dtype(path, t.dtype, dense))
+        if t.dtype.is_floating:
+            t = tf.debugging.assert_all_finite(
+                t, f"`{path}` contains NaN or infinite values (or values beyond float32).")
+        return t
+
+    def pack(x: Any, *labs: tf.Tensor) -> tuple[Any, tf.Tensor]:
+        x = tf.nest.map_structure(cast, names, x)
+        zeros = tf.zeros(tf.shape(tf.nest.flatten(x)[0])[:1], tf.float32)
         cols, checks = {"w": zeros, "e": zeros}, []
         for (role, (arg, _)), lab in zip(labels.items(), labs):
             cols[role] = tf.reshape(tf.cast(lab, tf.float32), [-1])
@@ -141,15 +261,24 @@ def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict
             y = tf.stack([cols["w"], cols["e"], zeros + float(source)], axis=1)
         return x, y
 
+    if labels or dense or unwrap:
+        fn = (lambda *el: pack(el[0])) if unwrap else pack
+    elif isinstance(spec, tuple):  # tuple features: tf.data passes them as separate arguments
+        fn = lambda *parts: pack(tuple(parts))  # noqa: E731
+    else:
+        fn = pack
+    row_spec = tf.nest.map_structure(
+        lambda path, s: tf.TensorSpec(s.shape, _leaf_dtype(path, s.dtype, dense)), names, x_spec)
+
     def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
         d = ds
         if shuffle:
             buffer = min(rows or _SHUFFLE_BUFFER, _SHUFFLE_BUFFER)
             d = d.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
         d = d.repeat().batch(k, drop_remainder=True)
-        return d.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+        return d.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
 
-    return Stream(name, source, rows, specs[0].shape, batches)
+    return Stream(name, source, rows, row_spec, batches)
 
 
 def make_stream(name: str, source: Source, x: Any, **labels: tuple[str, Any]) -> Stream:

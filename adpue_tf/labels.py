@@ -247,7 +247,7 @@ def pack_labels(
     rows = lengths.pop()
     if rows <= 0:
         raise ValueError(f"The {src.name} data set is empty; it needs at least one row.")
-    if src == Source.SSE and np.any(w_arr > e_arr):
+    if src == Source.SSE and w_arr is not None and e_arr is not None and np.any(w_arr > e_arr):
         raise ValueError("`w` must be 0 where `e` is 0 (W = E*Y) in SSE data.")
     cols = 4 if dagger is not None else 3
     out = np.zeros((rows, cols), dtype=np.float32)

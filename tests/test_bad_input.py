@@ -35,7 +35,7 @@ import gzip as _gzip  # noqa: E402
 
 import numpy as _np  # noqa: E402
 
-import adpue_tf as _adp  # noqa: E402
+import adpue_tf as _adpc  # noqa: E402
 from adpue_tf.experiments import datasets as _datasets  # noqa: E402
 
 _RNG = _np.random.default_rng(0)
@@ -62,32 +62,42 @@ def _fashion(tmp, n_images=5, n_labels=3):
 
 DATA_CASES = [
     # builders (issue 10 #6, #10)
-    ("pue e all 0", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _np.zeros(8)),
+    ("pue e all 0", lambda t: _adpc.data.pue_dataset(_XA, _WA, _XB, _np.zeros(8)),
      (ValueError, r"`e` holds no exposure \(all 8 values are 0\)")),
-    ("sse_pu e_sse all 0", lambda t: _adp.data.sse_pu_dataset(_XA, 0 * _WA, 0 * _WA, _XB, _EB),
+    ("sse_pu e_sse all 0", lambda t: _adpc.data.sse_pu_dataset(_XA, 0 * _WA, 0 * _WA, _XB, _EB),
      (ValueError, "`e_sse` holds no exposure")),
-    ("pue zero-width x_pu", lambda t: _adp.data.pue_dataset(_XA[:, :0], _WA, _XB, _EB),
+    ("pue zero-width x_pu", lambda t: _adpc.data.pue_dataset(_XA[:, :0], _WA, _XB, _EB),
      (ValueError, "`x_pu` has zero-width features")),
-    ("pe complex x_p", lambda t: _adp.data.pe_dataset(_XA * 1j, _XB, _EB),
+    ("pe complex x_p", lambda t: _adpc.data.pe_dataset(_XA * 1j, _XB, _EB),
      (TypeError, "`x_p` must hold real numbers")),
-    ("pue ragged x_e", lambda t: _adp.data.pue_dataset(_XA, _WA, [[1.0, 2.0], [3.0]], [1, 0]),
+    ("pue ragged x_e", lambda t: _adpc.data.pue_dataset(_XA, _WA, [[1.0, 2.0], [3.0]], [1, 0]),
      (ValueError, "`x_e` is ragged")),
-    ("fpue 1e39 in x_u", lambda t: _adp.data.fpue_dataset(_XA, _XB * 1e39, _XB, _EB),
+    ("fpue 1e39 in x_u", lambda t: _adpc.data.fpue_dataset(_XA, _XB * 1e39, _XB, _EB),
      (ValueError, "`x_u` holds .*beyond the float32 range")),
-    ("sse w where e is 0", lambda t: _adp.data.sse_dataset(_XA, _np.ones(12), _WA),
+    ("sse w where e is 0", lambda t: _adpc.data.sse_dataset(_XA, _np.ones(12), _WA),
      (ValueError, "`w` must be 0 where `e` is 0")),
-    ("pue batch_size 0", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _EB, batch_size=0),
+    ("pue batch_size 0", lambda t: _adpc.data.pue_dataset(_XA, _WA, _XB, _EB, batch_size=0),
      (ValueError, "`batch_size` must be at least 2")),
-    ("pue shares of 3", lambda t: _adp.data.pue_dataset(_XA, _WA, _XB, _EB, shares=[1, 1, 1]),
+    ("pue shares of 3", lambda t: _adpc.data.pue_dataset(_XA, _WA, _XB, _EB, shares=[1, 1, 1]),
      (ValueError, r"`shares` needs 2 weight\(s\)")),
+    # structured features and TFRecord logs (issue 11)
+    ("pue dict keys differ", lambda t: _adpc.data.pue_dataset(
+        {"id": _np.arange(12), "ctx": _XA}, _WA, {"id": _np.arange(8)}, _EB),
+     (ValueError, "Feature structures differ: `x_pu` rows are .* but `x_e` rows are")),
+    ("pue dict leaf with NaN", lambda t: _adpc.data.pue_dataset(
+        {"ctx": _XA * _np.nan}, _WA, {"ctx": _XB}, _EB),
+     (ValueError, r'`x_pu\["ctx"\]` contains 36 NaN')),
+    ("read_tfrecords no file", lambda t: _adpc.data.read_tfrecords(
+        str(t / "*.tfrecord"), {"id": __import__("tensorflow").io.FixedLenFeature([], "int64")}),
+     (FileNotFoundError, r"`files`: no file matches '.*\*\.tfrecord'")),
     # pack_labels (issue 10 #10)
-    ("pack_labels n=2.7", lambda t: _adp.pack_labels(_adp.Source.P, n=2.7),
+    ("pack_labels n=2.7", lambda t: _adpc.pack_labels(_adpc.Source.P, n=2.7),
      (TypeError, r"`n` must be an int, got 2\.7")),
-    ("pack_labels n=0", lambda t: _adp.pack_labels(_adp.Source.U, n=0),
+    ("pack_labels n=0", lambda t: _adpc.pack_labels(_adpc.Source.U, n=0),
      (ValueError, "`n` must be at least 1")),
-    ("pack_labels ragged w", lambda t: _adp.pack_labels(_adp.Source.PU, w=[[1], [0, 1]]),
+    ("pack_labels ragged w", lambda t: _adpc.pack_labels(_adpc.Source.PU, w=[[1], [0, 1]]),
      (ValueError, "`w` is ragged")),
-    ("pack_labels complex e", lambda t: _adp.pack_labels(_adp.Source.E, e=[1j, 0]),
+    ("pack_labels complex e", lambda t: _adpc.pack_labels(_adpc.Source.E, e=[1j, 0]),
      (TypeError, "`e` must hold real numbers")),
     # loaders (issue 10 #9; issue 8's data files)
     ("libsvm nan", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(

@@ -441,3 +441,347 @@ def test_keras_fit_consumes_the_dataset():
     history = model.fit(ds, epochs=2, verbose=0, shuffle=False)
     assert len(history.history["loss"]) == 2
     assert np.all(np.isfinite(history.history["loss"]))
+
+
+# ------------------------------------------------------------------ structured features (issue 11)
+
+_DEVICES = np.array(["android", "ios", "web"])
+
+
+def _feats(n: int, offset: int) -> dict:
+    """Feature dict whose int64 `id` is offset + row; every other leaf derives from it."""
+    ids = offset + np.arange(n)
+    return {"id": ids, "device": _DEVICES[ids % 3],
+            "ctx": np.c_[ids / 7.0, -ids / 3.0], "pair": (ids % 5 == 0, (ids * 2).astype(np.int32))}
+
+
+FEATS = {k: _feats(n, 1000 * int(Source[k.upper()])) for k, n in N.items()}
+SBUILDERS = {
+    "pue": (FEATS["pu"], W_PU, FEATS["e"], E_E),
+    "pe": (FEATS["p"], FEATS["e"], E_E),
+    "fpue": (FEATS["p"], FEATS["u"], FEATS["e"], E_E),
+    "sse": (FEATS["sse"], W_SSE, E_SSE),
+    "sse_pu": (FEATS["sse"], W_SSE, E_SSE, FEATS["pu"], W_PU),
+}
+
+
+def _check_structured_batch(x, y, size):
+    ids = x["id"].numpy()
+    assert x["id"].dtype == tf.int64 and x["device"].dtype == tf.string
+    assert x["ctx"].dtype == tf.float32 and x["ctx"].shape == (size, 2)
+    assert x["pair"][0].dtype == tf.bool and x["pair"][1].dtype == tf.int64
+    np.testing.assert_array_equal(x["device"].numpy().astype(str), _DEVICES[ids % 3])
+    np.testing.assert_allclose(x["ctx"].numpy(), np.c_[ids / 7.0, -ids / 3.0].astype(np.float32))
+    np.testing.assert_array_equal(x["pair"][0].numpy(), ids % 5 == 0)
+    np.testing.assert_array_equal(x["pair"][1].numpy(), ids * 2)
+    np.testing.assert_array_equal(y.numpy(), _expected_labels(ids))
+
+
+def _struct_dataset(x, *labels):
+    return tf.data.Dataset.from_tensor_slices((x, *labels) if labels else x)
+
+
+def _as_struct_datasets(name):
+    """The same data as Datasets of rows `(features, labels...)`."""
+    f, d = FEATS, _struct_dataset
+    return {
+        "pue": (d(f["pu"], W_PU), None, d(f["e"], E_E), None),
+        "pe": (d(f["p"]), d(f["e"], E_E), None),
+        "fpue": (d(f["p"]), d(f["u"]), d(f["e"], E_E), None),
+        "sse": (d(f["sse"], W_SSE, E_SSE), None, None),
+        "sse_pu": (d(f["sse"], W_SSE, E_SSE), None, None, d(f["pu"], W_PU), None),
+    }[name]
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_structured_features_keep_shares_interleaving_epochs_and_labels(name):
+    build, _, keys = BUILDERS[name]
+    ds = build(*SBUILDERS[name], batch_size=8, seed=0)
+    dense = build(*BUILDERS[name][1], batch_size=8, seed=0)
+    assert len(ds) == len(dense)
+    spec = ds.element_spec[0]
+    assert sorted(spec) == ["ctx", "device", "id", "pair"] and spec["id"].shape == (8,)
+    seen = []
+    for (x, y), (xd, yd) in zip(ds, dense):
+        _check_structured_batch(x, y, 8)
+        np.testing.assert_array_equal(x["id"].numpy(), xd[:, 0].numpy())  # same rows, same order
+        np.testing.assert_array_equal(y.numpy(), yd.numpy())
+        for part in np.split(y.numpy(), 2):
+            assert all(c >= 1 for c in _counts(part, keys))
+        seen.append(x["id"].numpy())
+    counts = data.batch_counts([N[k] for k in keys], 8)
+    slowest = keys[int(np.argmax([N[k] / c for k, c in zip(keys, counts)]))]
+    assert set(FEATS[slowest]["id"]) <= set(np.concatenate(seen))
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_structured_datasets_match_structured_arrays(name, shuffle):
+    build = BUILDERS[name][0]
+    a = build(*SBUILDERS[name], batch_size=6, shuffle=shuffle, seed=4)
+    b = build(*_as_struct_datasets(name), batch_size=6, shuffle=shuffle, seed=4)
+    assert len(a) == len(b) and a.element_spec == b.element_spec
+    ids_a, ids_b = [], []
+    for (xa, _), (xb, yb) in zip(a, b):
+        _check_structured_batch(xb, yb, 6)
+        ids_a.append(xa["id"].numpy())
+        ids_b.append(xb["id"].numpy())
+    if not shuffle:
+        np.testing.assert_array_equal(np.concatenate(ids_a), np.concatenate(ids_b))
+
+
+def test_structured_features_are_seeded_and_reshuffled():
+    first = [x["id"].numpy() for x, _ in data.fpue_dataset(*SBUILDERS["fpue"], batch_size=6,
+                                                            seed=7)]
+    again = [x["id"].numpy() for x, _ in data.fpue_dataset(*SBUILDERS["fpue"], batch_size=6,
+                                                            seed=7)]
+    np.testing.assert_array_equal(np.concatenate(first), np.concatenate(again))
+    ds = data.fpue_dataset(*SBUILDERS["fpue"], batch_size=6, seed=7)
+    one, two = ([x["id"].numpy() for x, _ in ds] for _ in range(2))
+    assert not np.array_equal(np.concatenate(one), np.concatenate(two))
+
+
+def test_a_list_of_lists_stays_one_dense_tensor_and_tuples_are_structures():
+    ds = data.pe_dataset([[1, 2], [3, 4]], [[5, 6], [7, 8]], [1, 0], batch_size=4)
+    assert ds.element_spec[0] == tf.TensorSpec((4, 2), tf.float32)
+    ds = data.pe_dataset((np.ones((2, 2)), np.arange(2)), (np.ones((3, 2)), np.arange(3)),
+                         [1, 0, 1], batch_size=4)
+    assert ds.element_spec[0] == (tf.TensorSpec((4, 2), tf.float32),
+                                  tf.TensorSpec((4,), tf.int64))
+    rows = tf.data.Dataset.from_tensor_slices((np.ones((2, 2)), np.arange(2)))  # tuple P rows
+    ds = data.pe_dataset(rows, (np.ones((3, 2)), np.arange(3)), [1, 0, 1], batch_size=4)
+    x, y = next(iter(ds))
+    assert isinstance(x, tuple) and x[1].dtype == tf.int64
+    assert sorted(y.numpy()[:, 2].tolist()) == [1.0, 1.0, 2.0, 2.0]
+
+
+def _sbad(arg_index, value, name="pue"):
+    args = list(SBUILDERS[name])
+    args[arg_index] = value
+    if isinstance(value, tf.data.Dataset):  # its labels come with the rows
+        args[arg_index + 1] = None
+    return lambda: BUILDERS[name][0](*args, batch_size=8)
+
+
+def _edit(feats, key, value):
+    out = dict(feats)
+    if value is None:
+        del out[key]
+    else:
+        out[key] = value
+    return out
+
+
+STRUCT_BAD = [
+    (_sbad(2, _edit(FEATS["e"], "id", None)), ValueError,
+     r"Feature structures differ: `x_pu` rows are .*'id'.* but `x_e` rows are"),
+    (_sbad(2, _edit(FEATS["e"], "id", FEATS["e"]["id"].astype(float))), ValueError,
+     r'Feature dtypes differ: `x_pu\["id"\]` is int64 but `x_e\["id"\]` is float32'),
+    (_sbad(2, _edit(FEATS["e"], "ctx", np.ones((N["e"], 3)))), ValueError,
+     r'`x_pu\["ctx"\]` rows have shape \(2,\) but `x_e\["ctx"\]` rows have shape \(3,\)'),
+    (_sbad(0, _edit(FEATS["pu"], "id", np.arange(5))), ValueError,
+     r'The features of `x_pu` disagree on the number of rows: .*`x_pu\["id"\]` has 5'),
+    (_sbad(0, _edit(FEATS["pu"], "ctx", _with(FEATS["pu"]["ctx"], (1, 1), np.nan))), ValueError,
+     r'`x_pu\["ctx"\]` contains 1 NaN'),
+    (_sbad(0, _edit(FEATS["pu"], "ctx", _with(FEATS["pu"]["ctx"], (1, 1), 1e39))), ValueError,
+     r'`x_pu\["ctx"\]` holds 1e\+39, beyond the float32 range'),
+    (_sbad(0, _edit(FEATS["pu"], "ctx", FEATS["pu"]["ctx"] * 1j)), TypeError,
+     r'`x_pu\["ctx"\]` must hold real numbers'),
+    (_sbad(0, _edit(FEATS["pu"], "ctx", np.ones((N["pu"], 0)))), ValueError,
+     r'`x_pu\["ctx"\]` has zero-width features'),
+    (_sbad(0, _edit(FEATS["pu"], "ctx", [[1.0]] * (N["pu"] - 1) + [[1.0, 2.0]])), ValueError,
+     r'`x_pu\["ctx"\]` is ragged'),
+    (_sbad(0, _edit(FEATS["pu"], "device", np.array([None] * N["pu"]))), TypeError,
+     r'`x_pu\["device"\]` must hold numbers or strings, got dtype object with NoneType'),
+    (_sbad(0, _edit(FEATS["pu"], "pair", (np.ones(N["pu"]), 3.0))), ValueError,
+     r'`x_pu\["pair"\]\[1\]` must have one entry per row'),
+    (_sbad(0, {}), ValueError, "`x_pu` is an empty dict"),
+    (_sbad(0, {1: np.ones(N["pu"])}), TypeError, "`x_pu` must have string keys, got 1"),
+    (_sbad(0, _struct_dataset({"id": np.ones(3), "ctx": tf.ragged.constant([[1.0], [1, 2], [3]])},
+                              np.ones(3))), ValueError,
+     r"`x_pu\[\"ctx\"\]` must be one dense tensor per row, got RaggedTensorSpec"),
+    (_sbad(0, _struct_dataset({"id": np.array([1j, 2j])}, np.ones(2))), TypeError,
+     r"`x_pu\[\"id\"\]` must be numeric or a string, got dtype complex128"),
+    (_sbad(0, _struct_dataset(FEATS["pu"])), ValueError,
+     r"`x_pu` must yield unbatched rows `\(x, w\)`"),
+]
+
+
+@pytest.mark.parametrize("call, error, words", STRUCT_BAD)
+def test_structured_bad_input_names_the_argument_and_key(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_structured_dataset_values_fail_while_iterating_naming_the_key():
+    bad = _edit(FEATS["pu"], "ctx", _with(FEATS["pu"]["ctx"], (2, 0), np.inf))
+    ds = data.pue_dataset(_struct_dataset(bad, W_PU), None, FEATS["e"], E_E, batch_size=8,
+                          shuffle=False)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r'`x_pu\["ctx"\]` contains NaN'):
+        _batches_struct(ds)
+
+
+def _batches_struct(ds):
+    return [(tf.nest.map_structure(lambda t: t.numpy(), x), y.numpy()) for x, y in ds]
+
+
+def test_keras_functional_model_fits_structured_batches():
+    ds = data.pue_dataset(*SBUILDERS["pue"], batch_size=8, seed=0)
+    ids = keras.Input((), dtype="int64", name="id")
+    device = keras.Input((), dtype="string", name="device")
+    ctx = keras.Input((2,), name="ctx")
+    lookup = keras.layers.StringLookup(vocabulary=list(_DEVICES))(device)
+    emb = keras.layers.Flatten()(keras.layers.Embedding(4, 2)(lookup))
+    id_emb = keras.layers.Flatten()(keras.layers.Embedding(4000, 2)(ids))
+    out = keras.layers.Dense(1)(keras.layers.Concatenate()([emb, id_emb, ctx]))
+    model = keras.Model({"id": ids, "device": device, "ctx": ctx}, out)
+    model.compile(optimizer="sgd", loss=lambda y, z: keras.ops.mean(
+        keras.ops.binary_crossentropy(y[:, :1], z, from_logits=True)))
+    drop_pair = ds.map(lambda x, y: ({k: x[k] for k in ("id", "device", "ctx")}, y))
+    history = model.fit(drop_pair, epochs=2, verbose=0, shuffle=False)
+    assert len(history.history["loss"]) == 2 and np.all(np.isfinite(history.history["loss"]))
+
+
+# ------------------------------------------------------------------ TFRecord logs (issue 11)
+
+SPEC = {"id": tf.io.FixedLenFeature([], tf.int64), "device": tf.io.FixedLenFeature([], tf.string),
+        "ctx": tf.io.FixedLenFeature([2], tf.float32), "w": tf.io.FixedLenFeature([], tf.int64),
+        "e": tf.io.FixedLenFeature([], tf.int64)}
+
+
+def _write_log(folder, offset, n, shards, label_of):
+    """`shards` TFRecord files of n rows in all; row i has id offset+i and label label_of(i)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = np.array_split(np.arange(n), shards)
+    for s, part in enumerate(parts):
+        with tf.io.TFRecordWriter(str(folder / f"part-{s:05d}-of-{shards:05d}.tfrecord")) as f:
+            for i in part:
+                ident = offset + int(i)
+                feats = {
+                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[ident])),
+                    "device": tf.train.Feature(bytes_list=tf.train.BytesList(
+                        value=[_DEVICES[ident % 3].encode()])),
+                    "ctx": tf.train.Feature(float_list=tf.train.FloatList(
+                        value=[ident / 7.0, -ident / 3.0])),
+                }
+                for key, value in label_of(int(i)).items():
+                    feats[key] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+                f.write(tf.train.Example(features=tf.train.Features(feature=feats))
+                        .SerializeToString())
+    return str(folder / "part-*.tfrecord")
+
+
+@pytest.fixture(scope="module")
+def ad_log(tmp_path_factory):
+    root = tmp_path_factory.mktemp("log")
+    n_pu, n_e, n_sse = 3000, 1500, 900
+    w = (np.arange(n_pu) * 7919 % 10 < 3).astype(int)
+    e = (np.arange(n_e) * 104729 % 10 < 5).astype(int)
+    e_sse = (np.arange(n_sse) % 3 != 0).astype(int)
+    w_sse = e_sse * (np.arange(n_sse) % 2)
+    return {
+        "pu": (_write_log(root / "pu", 0, n_pu, 4, lambda i: {"w": w[i]}), n_pu, w),
+        "e": (_write_log(root / "e", 100_000, n_e, 3, lambda i: {"e": e[i]}), n_e, e),
+        "sse": (_write_log(root / "sse", 400_000, n_sse, 2,
+                           lambda i: {"w": w_sse[i], "e": e_sse[i]}), n_sse, (w_sse, e_sse)),
+    }
+
+
+def _spec_without(*keys):
+    return {k: v for k, v in SPEC.items() if k not in keys}
+
+
+def test_read_tfrecords_rows_and_labels(ad_log):
+    pattern, n, w = ad_log["pu"]
+    rows = data.read_tfrecords(pattern, _spec_without("e"), labels="w", rows=n)
+    assert int(rows.cardinality()) == n
+    x_spec, w_spec = rows.element_spec
+    assert sorted(x_spec) == ["ctx", "device", "id"] and w_spec == tf.TensorSpec((), tf.int64)
+    got = {int(x["id"]): (int(lab), x["device"].numpy().decode(), x["ctx"].numpy())
+           for x, lab in rows}
+    assert sorted(got) == list(range(n))
+    for i in (0, 1, 1234, n - 1):
+        assert got[i][0] == w[i] and got[i][1] == _DEVICES[i % 3]
+        np.testing.assert_allclose(got[i][2], np.float32([i / 7.0, -i / 3.0]))
+    feats_only = data.read_tfrecords([pattern], _spec_without("e", "w"))
+    assert isinstance(feats_only.element_spec, dict) and int(feats_only.cardinality()) < 0
+
+
+def test_read_tfrecords_feeds_every_builder(ad_log):
+    (pu, n_pu, w), (ex, n_e, e), (sse, n_sse, (w_sse, e_sse)) = (ad_log[k] for k in
+                                                                 ("pu", "e", "sse"))
+    pu_rows = data.read_tfrecords(pu, _spec_without("e"), labels="w", rows=n_pu)
+    e_rows = data.read_tfrecords(ex, _spec_without("w"), labels="e", rows=n_e)
+    sse_rows = data.read_tfrecords(sse, SPEC, labels=("w", "e"), rows=n_sse)
+    ds = data.pue_dataset(pu_rows, None, e_rows, None, batch_size=300, seed=0)
+    assert len(ds) == max(math.ceil(n_pu / 200), math.ceil(n_e / 100))  # default shares 2:1
+    seen = []
+    for x, y in ds:
+        ids, yy = x["id"].numpy(), y.numpy()
+        from_pu = ids < 100_000
+        assert from_pu.sum() == 200 and np.all(yy[from_pu, 2] == 0) and np.all(yy[~from_pu, 2] == 1)
+        np.testing.assert_array_equal(yy[from_pu, 0], w[ids[from_pu]])
+        np.testing.assert_array_equal(yy[~from_pu, 1], e[ids[~from_pu] - 100_000])
+        for part in np.split(yy[:, 2], 4):  # every replica slice holds both sources
+            assert set(part) == {0.0, 1.0}
+        seen.append(ids[from_pu])
+    assert set(np.concatenate(seen)) == set(range(n_pu))  # every PU row once per epoch
+    ds = data.sse_pu_dataset(sse_rows, None, None, pu_rows, None, batch_size=64, seed=1,
+                             shares=[1, 3], steps_per_epoch=5)
+    for x, y in ds:
+        ids, yy = x["id"].numpy(), y.numpy()
+        sse_ = ids >= 400_000
+        assert sse_.sum() == 16
+        np.testing.assert_array_equal(yy[sse_, 0], w_sse[ids[sse_] - 400_000])
+        np.testing.assert_array_equal(yy[sse_, 1], e_sse[ids[sse_] - 400_000])
+    unknown = data.read_tfrecords(ex, _spec_without("w"), labels="e")
+    with pytest.raises(ValueError, match="`x_e` has unknown or infinite cardinality"):
+        data.pue_dataset(pu_rows, None, unknown, None, batch_size=30)
+
+
+def test_read_tfrecords_shards_files_per_input_pipeline(ad_log):
+    pattern, n, _ = ad_log["pu"]
+    ids = []
+    for i in range(2):
+        ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=i)
+        rows = data.read_tfrecords(pattern, _spec_without("e"), labels="w", input_context=ctx)
+        ids.append({int(x["id"]) for x, _ in rows})
+    assert not ids[0] & ids[1] and ids[0] | ids[1] == set(range(n))
+    assert ids[0] == set(range(750)) | set(range(1500, 2250))  # files 0 and 2 of 4
+    with pytest.raises(ValueError, match="4 file\\(s\\) for 5 input pipelines"):
+        data.read_tfrecords(pattern, SPEC, input_context=tf.distribute.InputContext(5, 0))
+
+
+def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log):
+    pattern, n, _ = ad_log["pu"]
+    spec = _spec_without("e")
+    order = lambda **kw: np.concatenate([x["id"].numpy() for x, _ in data.read_tfrecords(  # noqa: E731
+        pattern, spec, labels="w", shuffle_files=True, **kw).batch(1000)]).tolist()
+    first = order(seed=0)
+    assert first == order(seed=0) and sorted(first) == list(range(n))
+    assert first[:4] != [0, 750, 1500, 2250]  # the files' order is shuffled
+    wrong = data.read_tfrecords(pattern, spec, labels="w", rows=n + 1)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="expected to contain 3001"):
+        for _ in wrong.batch(1000):
+            pass
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"files": "/nonexistent/part-*.tfrecord"}, FileNotFoundError,
+     r"`files`: no file matches '/nonexistent/part-\*.tfrecord'"),
+    ({"files": []}, TypeError, "`files` must be a path or glob pattern"),
+    ({"files": [3]}, TypeError, "`files` must hold paths"),
+    ({"features": {}}, TypeError, "`features` must be a non-empty dict"),
+    ({"features": {"id": tf.io.VarLenFeature(tf.int64)}}, TypeError,
+     r'`features\["id"\]` must be a tf.io.FixedLenFeature'),
+    ({"labels": "y"}, ValueError, r"`labels`: 'y' is not a key of `features`"),
+    ({"labels": ("w", "w")}, ValueError, "`labels` repeats a key"),
+    ({"features": {"w": SPEC["w"]}, "labels": "w"}, ValueError, "no feature besides the labels"),
+    ({"rows": 0}, ValueError, "`rows` must be at least 1"),
+    ({"rows": 2.5}, TypeError, "`rows` must be an int"),
+    ({"parse_batch": 0}, ValueError, "`parse_batch` must be at least 1"),
+])
+def test_read_tfrecords_bad_input(ad_log, kwargs, error, words):
+    args = {"files": ad_log["pu"][0], "features": _spec_without("e"), "labels": "w", **kwargs}
+    with pytest.raises(error, match=words):
+        data.read_tfrecords(args.pop("files"), args.pop("features"), **args)
