@@ -71,6 +71,8 @@ __all__ = [
     "pack_labels",
     "risks",
     "synthetic",
+    "exposure",
+    "validation",
     "__version__",
 ]
 
@@ -98,7 +100,8 @@ _NAMES: dict[str, str] = {
     "serving_path": "serving",
     "validation_score": "validation",
 }
-_SUBMODULES = ("data", "labels", "losses", "metrics", "risks", "synthetic")
+_SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "risks", "synthetic",
+               "validation")
 #: the submodules that register Keras objects (tests/test_cli.py keeps this complete)
 _KERAS_OBJECTS = ("callbacks", "distributed", "exposure", "losses", "metrics", "model",
                   "validation")
