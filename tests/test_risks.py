@@ -33,13 +33,9 @@ IDS = [f"{n}-{'-'.join(f'{k}{v}' for k, v in o.items())}" for n, _, o in CASES]
 NO_DAGGER = {"ads", "logit", "upu", "nnpu", "pnu"}
 
 
-def _ref_opts(opts):
-    return {k: v for k, v in opts.items()}
-
-
 def _check_values(name, fn, opts, y, z, **kw):
     terms = fn(y, z, from_logits=True, **opts, **kw)
-    risk, pos, neg, fired = ref.value(name, y, z, **_ref_opts(opts))
+    risk, pos, neg, fired = ref.value(name, y, z, **opts)
     np.testing.assert_allclose(float(terms.risk), risk, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(float(terms.loss), risk, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(float(terms.positive), pos, rtol=1e-5, atol=1e-6)
