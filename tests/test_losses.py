@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import keras
 
 import adpue_tf as adp
+
 from serialization import assert_round_trip
 
 LOSSES = [
@@ -169,9 +170,11 @@ def test_negative_sample_weight():
 import inspect  # noqa: E402
 import json  # noqa: E402
 
+from adpue_tf import losses as losses_lib  # noqa: E402
+from adpue_tf import risks
+from adpue_tf.labels import pack_p, pack_pu, pack_sse, pack_u  # noqa: E402
+
 import reference as ref  # noqa: E402
-from adpue_tf import losses as losses_lib, risks  # noqa: E402
-from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_sse, pack_u  # noqa: E402
 
 #: The options that make each loss constructible (its required prior).
 REQUIRED = {"adpe": {"prior": 0.3}, "adfpu": {"prior": 0.3}, "upu": {"prior": 0.4},

@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 import adpue_tf as adp
 from adpue_tf import metrics
 from adpue_tf.labels import Source, pack_e, pack_p, pack_pu, pack_sse, pack_u
+
 from conftest import mixed_batch
 from serialization import assert_round_trip
 

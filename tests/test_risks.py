@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import reference as ref
 from adpue_tf import risks
+
+import reference as ref
 
 CASES = [
     ("nnpue", risks.nnpue, {}),

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import exposure, labels, risks, synthetic, validation
+
 from reference import l0, l1, sig, value
 from serialization import assert_round_trip
 

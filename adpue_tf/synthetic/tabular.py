@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf.labels import check_finite
 from adpue_tf._numpy import sigmoid as _sigmoid
+from adpue_tf.labels import check_finite
 
 __all__ = ["SyntheticData", "SyntheticPUE", "make_synthetic", "synthetic_pue", "synthetic_sse"]
 

@@ -59,8 +59,15 @@ from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskMetric, risk_metrics
 from adpue_tf.model import DebiasedModel
-from adpue_tf.tuning.objectives import (_SSE_LOSSES, EXPOSURE_NLL, L_RISK, LOSSES, REF_RISK,
-                                        loss_class, objective)
+from adpue_tf.tuning.objectives import (
+    _SSE_LOSSES,
+    EXPOSURE_NLL,
+    L_RISK,
+    LOSSES,
+    REF_RISK,
+    loss_class,
+    objective,
+)
 from adpue_tf.validation import ExposureLikelihood, ReferenceRisk
 
 __all__ = ["LOSSES", "L_RISK", "REF_RISK", "EXPOSURE_NLL", "DebiasedHyperModel", "objective"]

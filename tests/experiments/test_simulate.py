@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from adpue_tf.experiments import simulate as sim
 from adpue_tf import synthetic as syn
+from adpue_tf.experiments import simulate as sim
 
 
 def _data(n=400, d=13, seed=0):
