@@ -187,7 +187,7 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, results: dict,
     for alpha in cfg.alphas:
         for kind in ("inductive", "transductive"):
             rows = []
-            for name, (ds, why) in loaded.items():
+            for name, (ds, _why) in loaded.items():
                 if ds is None:
                     rows.append([name] + ["no data"] * len(methods))
                     continue
