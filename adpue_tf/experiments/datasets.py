@@ -238,7 +238,8 @@ def libsvm_path(name: str, *, data_dir: str | os.PathLike | None = None,
         'german.numer_scale'
     """
     fname = _LIBSVM[_check_name(name, tuple(_LIBSVM))][0]
-    url, digest = LIBSVM_FILES_URL + fname, _SHA256.get(fname)
+    digest = _SHA256.get(fname)
+    url = LIBSVM_FILES_URL + fname + ("" if digest else ".bz2")  # covtype: only its .bz2
     base = _data_dir(data_dir)
     if base is not None:
         what = "`data_dir`" if data_dir is not None else ENV_VAR
@@ -246,10 +247,12 @@ def libsvm_path(name: str, *, data_dir: str | os.PathLike | None = None,
         found = [p for f in folders for ext in ("", ".bz2", ".gz")
                  if (p := f / (fname + ext)).is_file()]
         if not found:
+            fetch = (f"or unset {ENV_VAR} to let the loader fetch it into "
+                     f"~/.keras/{CACHE_SUBDIR}/" if digest else
+                     "it has no published sha256, so it is never downloaded")
             raise FileNotFoundError(
                 f"LIBSVM file {fname!r} not found in {[str(f) for f in folders]} (from {what}). "
-                f"Download it from {url} (listed at {LIBSVM_URL}) into that directory, or "
-                f"unset {ENV_VAR} to let the loader fetch it into ~/.keras/{CACHE_SUBDIR}/.")
+                f"Download it from {url} (listed at {LIBSVM_URL}) into that directory; {fetch}.")
         path = found[0]
         if verify and digest is not None:
             got = _sha256(path, None if path.name == fname else _read_bytes(path))

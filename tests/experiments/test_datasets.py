@@ -171,7 +171,9 @@ def test_libsvm_download_goes_through_keras_get_file(tmp_path, monkeypatch):
     # covtype has no published sha256: never fetched, and the message says where to put it
     with pytest.raises(FileNotFoundError, match=D.ENV_VAR) as err:
         D.load_libsvm("covtype")
-    assert len(calls) == 1 and "covtype.libsvm.binary.scale" in str(err.value)
+    assert len(calls) == 1 and D.LIBSVM_FILES_URL + "covtype.libsvm.binary.scale.bz2" in str(err.value)
+    with pytest.raises(FileNotFoundError, match="no published sha256, so it is never downloaded"):
+        D.load_libsvm("covtype", data_dir=tmp_path)
 
 
 def test_libsvm_offline_names_file_url_and_variable():
@@ -267,8 +269,12 @@ def test_data_dir_errors(tmp_path, monkeypatch):
 
 def test_package_knows_no_shared_path():
     root = Path(D.__file__).resolve().parents[1]
+    pattern = r"""[/\\]shared\b|\bshared[/\\]|["']shared["']\s*/|/\s*["']shared["']"""
+    assert re.search(pattern, 'Path.cwd().parent / "shared" / "data"')  # what it catches
+    assert re.search(pattern, 'env = "../shared/data/libsvm"')
+    assert not re.search(pattern, 'config.pop("shared", False)')  # a config key is fine
     for path in root.rglob("*.py"):  # no "shared" as a path component, quoted or joined
-        assert not re.search(r"""["'/\\]shared["'/\\]""", path.read_text()), path
+        assert not re.search(pattern, path.read_text()), path
 
 
 # ------------------------------------------------------------------ real LIBSVM files
