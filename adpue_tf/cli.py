@@ -162,10 +162,10 @@ def _bench(args: argparse.Namespace) -> int:
                                 datasets=args.datasets or bench.LINEAR_DATASETS, **common)
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
     else:
-        cfg = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
-                                n_test=args.n_test,
-                                datasets=args.datasets or bench.NEURAL_DATASETS, **common)
-        path = bench.run_neural(cfg, args.out, strict=strict, progress=stream)
+        neural = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
+                                   n_test=args.n_test,
+                                   datasets=args.datasets or bench.NEURAL_DATASETS, **common)
+        path = bench.run_neural(neural, args.out, strict=strict, progress=stream)
     print(path.read_text())
     print(f"written: {path}")
     return 0

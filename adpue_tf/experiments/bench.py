@@ -149,6 +149,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     for alpha in cfg.alphas:
         for name in present:
             ds = loaded[name][0]
+            assert ds is not None  # `present` holds the loaded ones
             prior = float(np.mean(ds.y))
             res = table1.run_setting(ds.x, ds.y, prior, cfg, alpha,
                                            report=lambda m: bar.step(f"α={alpha} {name} {m}"))
@@ -232,6 +233,7 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
     write([])
     for name in present:
         ds = loaded[name][0]
+        assert ds is not None  # `present` holds the loaded ones
         x, y = ds.x, ds.y
         if cfg.rows is not None and cfg.rows < len(y):
             keep = np.sort(np.random.default_rng(cfg.seed).choice(len(y), cfg.rows, replace=False))

@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["mean_se", "cell", "markdown_table", "machine"]
 
 
-def mean_se(values: Sequence[float]) -> tuple[float, float]:
+def mean_se(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Mean and standard error (``ddof=1``) of per-trial values.
 
     Raises:

@@ -251,7 +251,7 @@ class ThreeSESplit:
 def _protocol(
     x: Any, y: Any, features: Any, exposure_rate: float, split: float, n_test: int,
     seed: int, other: str,
-) -> tuple[np.ndarray, ...]:
+) -> tuple[Any, ...]:
     """Validate, calibrate ``C``, split and draw ``E``; returns arrays and index sets."""
     x = check_finite("x", x)
     y = check_binary("y", y)

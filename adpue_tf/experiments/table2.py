@@ -150,15 +150,15 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
     Returns:
         ``{method: {"inductive": acc, "transductive": acc, "curves": {...}}}``.
     """
-    kw = dict(exposure_rate=cfg.exposure_rate, split=ratio, n_test=cfg.n_test, seed=seed,
-              features=features)
+    kw: dict[str, Any] = dict(exposure_rate=cfg.exposure_rate, split=ratio, n_test=cfg.n_test,
+                              seed=seed, features=features)
     pue, sse = simulate.simulate_pue(x, y, **kw), simulate.simulate_3se(x, y, **kw)
-    build = dict(batch_size=cfg.batch_size, seed=seed)
+    build: dict[str, Any] = dict(batch_size=cfg.batch_size, seed=seed)
     ds_pue = data.pue_dataset(pue.x_pu, pue.w_pu, pue.x_e, pue.e_e, **build)
     ds_sse = data.sse_dataset(sse.x_sse, sse.w_sse, sse.e_sse, **build)
     ds_3se = data.sse_pu_dataset(sse.x_sse, sse.w_sse, sse.e_sse, sse.x_pu, sse.w_pu, **build)
     # method -> (split, data, loss options); the method names are loss registry keys
-    plan = {
+    plan: dict[str, tuple[Any, Any, dict[str, Any]]] = {
         "Logit": (pue, ds_pue, {}),
         "nnPU": (pue, ds_pue, {"prior": prior_y}),
         "ADPUE": (pue, ds_pue, {}),
