@@ -201,6 +201,21 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         {'learning_rate': 0.001, 'alpha': 0.5, 'beta': 0.0, 'gamma': 0.0}
     """
 
+    # Set by __init__; declared for type checkers (the import cycle through the
+    # package leaves mypy unable to infer them there).
+    refresh_every: int
+    initial_dagger: float
+    loss_options: dict[str, Any]
+    prior: float | None
+    priors: list[float] | None
+    prior_range: tuple[float, float] | None
+    learning_rates: list[float]
+    alphas: list[float]
+    betas: list[float]
+    gammas: list[float]
+    tunes_alpha: bool
+    tunes_beta_gamma: bool
+
     def __init__(
         self,
         *,
