@@ -452,7 +452,8 @@ class RiskMetric(keras.metrics.Metric):
         self.tracker._read_batch(self, y_true, y_pred, sample_weight)
 
     def result(self) -> Any:
-        return self.tracker.result()[RISK_METRIC_NAMES[self.part]]
+        total, i = self.tracker.total, list(RISK_METRIC_NAMES).index(self.part)
+        return ops.divide_no_nan(total[i], total[4])
 
     def reset_state(self) -> None:
         self.tracker.reset_state()
