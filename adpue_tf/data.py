@@ -44,6 +44,14 @@ the debiasing terms vanish and the risk becomes BCE on ``W``: right only when
 every candidate was shown. A ``tf.data.Dataset`` is streamed, so these two
 checks apply to arrays only.
 
+Several workers: build one dataset per input pipeline (e.g. inside
+``strategy.distribute_datasets_from_function``) with that pipeline's share of
+the global batch as ``batch_size`` and :func:`read_tfrecords`'s
+``input_context`` so each reads its own files; every per-pipeline batch then
+holds every source (``k_i >= 1``), and the shares hold globally as long as the
+files split the rows evenly. With one pipeline and a strategy that splits each
+global batch, the interleaving above already gives every replica every source.
+
 Epoch: one epoch is ``max_i ceil(n_i / k_i)`` batches (:func:`epoch_length`),
 enough that every row of the stream that takes longest is seen at least once;
 the other streams repeat, reshuffled, as needed. The dataset has this finite
