@@ -400,6 +400,59 @@ def test_tuner_takes_numpy_arrays_of_choices():
     assert hp.values == {"learning_rate": 1e-3, "alpha": 0.5}
 
 
+# --- baselines: SAR-EM and the two-model ratio (experiments.baselines.SAREM, RatioEstimator, fit_ratio)
+
+import numpy as _np  # noqa: E402
+
+from adpue_tf.experiments import baselines as _bl  # noqa: E402
+
+_BX = _np.random.default_rng(1).normal(size=(20, 3))
+_BW = _np.arange(20) % 2
+
+BASELINE_CASES = [
+    ("sarem-w-not-binary", lambda: _bl.SAREM().fit(_BX, _BW * 2), (ValueError, "`w`.*0 and 1")),
+    ("sarem-w-all-unlabelled", lambda: _bl.SAREM().fit(_BX, 0 * _BW),
+     (ValueError, "`w` must hold both")),
+    ("sarem-w-rows", lambda: _bl.SAREM().fit(_BX, _BW[:5]), (ValueError, "`w` has 5 rows")),
+    ("sarem-x-nan", lambda: _bl.SAREM().fit(_np.where(_BX > 1, _np.nan, _BX), _BW),
+     (ValueError, "`x`.*NaN")),
+    ("sarem-x-vector", lambda: _bl.SAREM().fit(_BX[:, 0], _BW), (ValueError, "`x` must have shape")),
+    ("sarem-propensity-out-of-range", lambda: _bl.SAREM(propensity_features=[3]).fit(_BX, _BW),
+     (ValueError, "`propensity_features` has index 3")),
+    ("sarem-propensity-string", lambda: _bl.SAREM(propensity_features="12"),
+     (TypeError, "`propensity_features`")),
+    ("sarem-C-zero", lambda: _bl.SAREM(C=0), (ValueError, "`C` must be finite, > 0")),
+    ("sarem-max-iter-float", lambda: _bl.SAREM(max_iter=1.5), (TypeError, "`max_iter`")),
+    ("sarem-window-one", lambda: _bl.SAREM(window=1), (ValueError, "`window`")),
+    ("sarem-refit-string", lambda: _bl.SAREM(refit_classifier="yes"),
+     (TypeError, "`refit_classifier` must be a bool")),
+    ("sarem-predict-unfitted", lambda: _bl.SAREM().predict_proba(_BX),
+     (RuntimeError, "not fitted")),
+    ("ratio-e-not-binary", lambda: _bl.RatioEstimator().fit(_BX, _BW, _BX, _BW + 0.5),
+     (ValueError, "`e`")),
+    ("ratio-x-e-features", lambda: _bl.RatioEstimator().fit(_BX, _BW, _BX[:, :2], _BW),
+     (ValueError, "`x_e` has 2 \\(flattened\\) features, expected 3")),
+    ("ratio-x-pu-inf", lambda: _bl.RatioEstimator().fit(_BX * _np.inf, _BW, _BX, _BW),
+     (ValueError, "`x_pu`.*NaN or infinite")),
+    ("ratio-theta-floor", lambda: _bl.RatioEstimator(theta_floor=1.0),
+     (ValueError, "`theta_floor`")),
+    ("ratio-l2-negative", lambda: _bl.RatioEstimator(l2=-1.0), (ValueError, "`l2`")),
+    ("ratio-predict-unfitted", lambda: _bl.RatioEstimator().predict_q(_BX),
+     (RuntimeError, "not fitted")),
+    ("fit-ratio-2d", lambda: _bl.fit_ratio(_BX, _BW, _BX, _BW),
+     (ValueError, "`x_pu` must be \\(trials, rows, features\\)")),
+    ("fit-ratio-trials", lambda: _bl.fit_ratio(_BX[None], _BW[None], _np.stack([_BX, _BX]),
+                                               _np.stack([_BW, _BW])),
+     (ValueError, "`x_e` has shape \\(2, 20, 3\\)")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in BASELINE_CASES],
+                         ids=[c[0] for c in BASELINE_CASES])
+def test_bad_input_baselines_sarem_ratio(call, expected):
+    run_case(call, expected)
+
+
 # --- serving and the command line (adp.export_for_serving, adp.serving_path, adpue-tf) ---
 # Every export call runs in a scratch working directory (see the test), so a broken
 # path check could never touch the repository.

@@ -63,10 +63,6 @@ class LinearFit:
         """
         return np.einsum("tnd,td->tn", x, self.weights) + self.bias[:, None]
 
-    def logits_of(self, t: int, x: np.ndarray) -> np.ndarray:
-        """Logits of trial ``t``'s model on rows ``x`` ``(rows, features)``."""
-        return x @ self.weights[t] + self.bias[t]
-
 
 @functools.lru_cache(maxsize=64)
 def _trainer(risk: Callable[..., risks_lib.RiskTerms], options: tuple, shape: tuple[int, int, int],

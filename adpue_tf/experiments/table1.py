@@ -5,7 +5,9 @@ exposure with the paper's mechanism (``θ(e=1)`` = ``exposure_rate``), holds out
 300 test rows and splits the rest ``α : (1-α)`` into PU and E parts (PUE) or PU
 and SSE parts (3SE), as :mod:`adpue_tf.experiments.simulate` does. All trials of a setting
 are fitted at once with :func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam;
-see there why this reaches the same optimum as one trial at a time).
+see there why this reaches the same optimum as one trial at a time), except
+SAR-EM, which runs as its reference implementation does, one trial at a time
+(:class:`adpue_tf.experiments.baselines.SAREM`).
 
 Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
 class prior ``π_y`` of the data set: an *oracle* input), EM (SAR-EM, Bekker &
@@ -14,8 +16,11 @@ classifier as an external peer when pulearn is installed. 3SE: ADS, PNU (oracle
 ``π_y``, ``η`` = ``pnu_eta``), AD3SE (``α`` = ``ad3se_alpha``).
 
 Training: every method's linear model carries the same L2 penalty
-(``l2``). Without it, the risks with a negative term (uPU, nnPU, ADPUE,
-AD3SE) run away on these small training sets (a few hundred rows, up to 300
+(``l2``), except SAR-EM, which keeps its reference's regularisation
+(scikit-learn's ``C = 1``: ``½‖θ‖²`` against the summed log-loss, i.e.
+``1/(2n)`` on the mean for ``n`` PU rows, weaker than ``l2``; see
+:func:`em_note`). Without the penalty, the risks with a negative term (uPU,
+nnPU, ADPUE, AD3SE) run away on these small training sets (a few hundred rows, up to 300
 features): a linear model finds directions where the E rows (or P rows) and
 the PU rows differ by sampling noise and pushes the logits along them; with
 the paper's plain ``max`` the correction then lets ``R+`` drive every logit
@@ -40,13 +45,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from adpue_tf import losses, risks
-from adpue_tf._numpy import sigmoid
-from adpue_tf.experiments import linear_fit, simulate
-from adpue_tf.experiments.baselines import sar_em_posterior
+from adpue_tf import losses
+from adpue_tf.experiments import baselines, linear_fit, simulate
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
-__all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods"]
+__all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods",
+           "em_note"]
 
 PUE_METHODS = ("Logit", "uPU", "nnPU", "EM", "Ratio", "ADPUE")
 #: Columns the SAR-EM propensity sees: x2..x13, the inputs of the exposure formula.
@@ -66,7 +70,11 @@ class LinearBenchConfig:
         n_test: held-out rows per trial.
         steps: full-batch Adam steps per fit.
         learning_rate: Adam's learning rate.
-        em_iterations: EM rounds of SAR-EM.
+        em_max_iter: SAR-EM's maximum rounds (its stopping rule usually ends it before).
+        em_C: SAR-EM's inverse regularisation strength (scikit-learn's ``C``, the
+            reference's default 1.0; SAR-EM does not use ``l2``).
+        em_refit: SAR-EM's final propensity-weighted refit of the classifier
+            (on in the reference).
         l2: L2 penalty on the weights of every linear model (regularised
             logistic regression; without it the PU-type risks run away on the
             small training sets: see the module docstring).
@@ -85,7 +93,9 @@ class LinearBenchConfig:
     n_test: int = 300
     steps: int = 200
     learning_rate: float = 0.05
-    em_iterations: int = 10
+    em_max_iter: int = 500
+    em_C: float = 1.0
+    em_refit: bool = True
     l2: float = 1e-2
     gamma: float | None = 1.0
     pnu_eta: float = 0.5
@@ -137,7 +147,8 @@ def _stack(simulate_fn: Callable[..., Any], x: np.ndarray, y: np.ndarray,
     return _Stack(*(np.stack(p) for p in zip(*parts)))
 
 
-def _accuracies(st: _Stack, score: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, ...]:
+def _accuracies(st: _Stack, score: Callable[[np.ndarray], np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Per-trial (inductive, transductive) accuracies; ``score > 0`` predicts Y = 1.
 
     A trial whose scores are NaN (the method failed on it) gets NaN accuracies.
@@ -158,48 +169,50 @@ def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, *, x: Any
                               l2=cfg.l2, **kw)
 
 
+def _parts(st: _Stack, t: int, source: Source) -> np.ndarray:
+    """Row mask of one source in trial ``t``."""
+    return st.y[t, :, 2] == int(source)
+
+
 def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
     """q̂(w=1|x) from the PU rows, θ̂(e=1|x) from the E rows; score = q̂/θ̂ - 1/2."""
-    q = _fit(st, risks.logit, cfg)
-    is_e = st.y[..., 2] == int(Source.E)
-    y_theta = np.zeros_like(st.y)
-    y_theta[..., 0] = st.y[..., 1]  # E as the label of a PU-type row
-    theta = _fit(st, risks.logit, cfg, y=y_theta, sample_weight=is_e.astype(np.float32))
-
-    def score(x: np.ndarray) -> np.ndarray:
-        sq, st_ = sigmoid(q.logits(x)), sigmoid(theta.logits(x))
-        return np.clip(sq / np.maximum(st_, 1e-6), 0.0, 1.0) - 0.5
-    return score
+    pu, e = _parts(st, 0, Source.PU), _parts(st, 0, Source.E)
+    if not all((_parts(st, t, Source.PU) == pu).all() for t in range(len(st.x))):
+        raise ValueError("every trial must hold its PU rows at the same positions")
+    fit = baselines.fit_ratio(st.x[:, pu], st.y[:, pu, 0], st.x[:, e], st.y[:, e, 1],
+                              l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate)
+    return lambda x: fit.predict_proba(x) - 0.5
 
 
 def _sar_em(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
-    """SAR-EM (Bekker & Davis 2018) on the PU rows, all trials at once.
+    """SAR-EM (:class:`~adpue_tf.experiments.baselines.SAREM`) on each trial's PU rows.
 
-    Mirrors :class:`adpue_tf.experiments.baselines.SAREM`: a class-balanced naive start,
-    then EM rounds whose M-steps continue from the previous weights. The
-    propensity model sees the 12 features the exposure formula reads (x2..x13):
-    SAR-EM needs the propensity's attributes restricted, or the likelihood,
-    which depends on ``f·e`` only, cannot tell the classifier from the
-    propensity.
+    The propensity reads the 12 features the exposure formula reads
+    (x2..x13): SAR-EM needs the propensity's attributes restricted, or the
+    likelihood, which depends on ``f·e`` only, cannot tell the classifier from
+    the propensity.
     """
-    pu = (st.y[..., 2] == int(Source.PU)).astype(np.float32)
-    s = st.y[..., 0]
-    xp = np.ascontiguousarray(st.x[..., PROPENSITY_FEATURES])
-    x2 = np.concatenate([st.x, st.x], axis=1)            # soft target P as two weighted rows
-    y2 = np.zeros(x2.shape[:2] + (3,), np.float32)
-    y2[:, : st.x.shape[1], 0] = 1.0
-    pl = (s * pu).sum(1, keepdims=True) / pu.sum(1, keepdims=True)
-    clf = _fit(st, risks.logit, cfg, sample_weight=pu * (s * (1 - pl) + (1 - s) * pl))
-    f = sigmoid(clf.logits(st.x))
-    prop = _fit(st, risks.logit, cfg, x=xp, sample_weight=pu * (s + (1 - s) * f))
-    m_steps = max(cfg.steps // 4, 1)  # M-steps continue from the previous weights
-    for _ in range(cfg.em_iterations):
-        post = sar_em_posterior(f, sigmoid(prop.logits(xp)), s)
-        prop = _fit(st, risks.logit, cfg, x=xp, init=prop, steps=m_steps, sample_weight=pu * post)
-        clf = _fit(st, risks.logit, cfg, x=x2, y=y2, init=clf, steps=m_steps,
-                   sample_weight=np.concatenate([post * pu, (1 - post) * pu], 1))
-        f = sigmoid(clf.logits(st.x))
-    return clf.logits
+    models = []
+    for t in range(len(st.x)):
+        pu = _parts(st, t, Source.PU)
+        models.append(baselines.SAREM(
+            propensity_features=PROPENSITY_FEATURES, C=cfg.em_C, max_iter=cfg.em_max_iter,
+            refit_classifier=cfg.em_refit).fit(st.x[t, pu], st.y[t, pu, 0]))
+    return lambda x: np.stack([m.predict_proba(x[t]) - 0.5 for t, m in enumerate(models)])
+
+
+def em_note(cfg: LinearBenchConfig) -> str:
+    """One sentence on how EM ran, for the results page.
+
+    Example:
+        >>> "at most 500 rounds, with the final" in em_note(LinearBenchConfig())
+        True
+    """
+    refit = "with" if cfg.em_refit else "without"
+    return (f"EM: SAR-EM as its reference implementation (Bekker & Davis, sarpu): "
+            f"scikit-learn liblinear logistic regressions with C = {cfg.em_C} (its own L2 "
+            f"penalty, intercept included, not the one above), their stopping rule, at most "
+            f"{cfg.em_max_iter} rounds, {refit} the final propensity-weighted refit.")
 
 
 def _elkan_noto(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:

@@ -53,6 +53,8 @@ def test_warm_start_continues_the_trajectory_of_the_parameters():
     ({"steps": 0}, "steps"),
     ({"sample_weight": np.ones((2, 2))}, "sample_weight"),
     ({"x": np.full((2, 3, 1), np.nan)}, "NaN"),
+    ({"l2": -1.0}, "`l2` must be >= 0"),
+    ({"l2": float("nan")}, "`l2` must be >= 0"),
 ])
 def test_bad_input(kwargs, match):
     args = {"x": np.zeros((2, 3, 1)), "y": np.zeros((2, 3, 3)), "steps": 1}
