@@ -1,8 +1,12 @@
 """Export a trained model as a SavedModel for TensorFlow Serving.
 
-The exported ``serving_default`` signature takes one float32 input named
-``features`` and returns float32 ``probability`` (``p(y=1|x)``) and ``logit``,
-whatever the training dtype policy. It is a plain TensorFlow graph: loading it
+For a dense model the exported ``serving_default`` signature takes one float32
+input named ``features``; for a model whose input is a dict of named features
+(int64/string ids, float vectors: what ads models take) it takes those
+features, with the dtypes and shapes of their ``keras.Input``s, and a second
+signature ``examples`` takes serialized ``tf.Example`` protos. Every signature
+returns float32 ``probability`` (``p(y=1|x)``) and ``logit``, whatever the
+training dtype policy. It is a plain TensorFlow graph: loading it
 (``tf.saved_model.load``, TF Serving, ``saved_model_cli``) needs neither Keras
 nor ``adpue_tf``.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import re
 import shutil
 import tempfile
 from typing import Any
@@ -26,12 +31,19 @@ import tensorflow as tf
 
 from adpue_tf.model import DebiasedModel
 
-__all__ = ["INPUT_NAME", "SIGNATURE_NAME", "export_for_serving", "serving_path"]
+__all__ = ["EXAMPLES_INPUT", "EXAMPLES_SIGNATURE", "INPUT_NAME", "SIGNATURE_NAME",
+           "export_for_serving", "example_spec", "serving_path"]
 
 #: Name of the exported signature (the one TF Serving uses by default).
 SIGNATURE_NAME = "serving_default"
-#: Name of the signature's only input.
+#: Name of the signature's only input (dense models).
 INPUT_NAME = "features"
+#: Signature of a feature-dict model that takes serialized ``tf.Example`` protos...
+EXAMPLES_SIGNATURE = "examples"
+#: ... in its one input of this name (``tf.string``, shape ``[None]``).
+EXAMPLES_INPUT = "examples"
+#: Signature keys TF accepts (they become op names).
+_KEY = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*")
 #: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking log-odds
 #: (the same bound as the losses use).
 _EPS = 1e-7
@@ -172,8 +184,8 @@ def _feature_shape(net: keras.Model) -> tuple[int | None, ...]:
         if not dtype.startswith(("float", "bfloat")):
             raise ValueError(
                 f"`model` input {inputs[0].name!r} has dtype {dtype}, but a single-input "
-                f"model is served with a float32 input `{INPUT_NAME}`; cast inside the model "
-                "or take a float input.")
+                f"model is served with a float32 input `{INPUT_NAME}`; take a dict of named "
+                "keras.Input (served by name, ids included) or a float input.")
         return tuple(inputs[0].shape[1:])
     config = net.get_build_config() if net.built else None
     shape = (config or {}).get("input_shape")
@@ -187,6 +199,79 @@ def _feature_shape(net: keras.Model) -> tuple[int | None, ...]:
     raise ValueError(
         "`model` has no known input shape: start it with `keras.Input(shape)`, or "
         "build it (`model.build((None, *feature_shape))`) or call it on data first.")
+
+
+def _feature_specs(net: keras.Model) -> dict[str, tf.TensorSpec] | None:
+    """The named inputs of a feature-dict model, or None when ``net`` takes one tensor."""
+    try:
+        structure = net.input
+    except (AttributeError, ValueError):
+        return None
+    if not isinstance(structure, dict):
+        return None
+    specs = {}
+    for key, tensor in structure.items():
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise ValueError(
+                f"`model` input key {key!r} cannot name a serving input: use letters, digits, "
+                "'_', '.', '-' or '/', starting with a letter, digit or '.'.")
+        dtype = tf.as_dtype(keras.backend.standardize_dtype(tensor.dtype))
+        specs[key] = tf.TensorSpec((None, *tensor.shape[1:]), dtype, name=key)
+    return specs
+
+
+def example_spec(specs: dict[str, tf.TensorSpec]) -> dict[str, tf.io.FixedLenFeature]:
+    """The ``tf.io.parse_example`` spec of the named features of a model.
+
+    ``tf.Example`` stores int64, float32 and bytes lists, so integer and bool
+    features are parsed as int64, float features as float32 (then cast to the
+    input's dtype) and strings as bytes. Every feature is required and has the
+    fixed shape of its ``keras.Input``.
+
+    Args:
+        specs: feature name -> ``tf.TensorSpec`` with the batch axis first.
+
+    Returns:
+        feature name -> ``tf.io.FixedLenFeature``.
+
+    Raises:
+        ValueError: a feature has an unknown dimension or a dtype ``tf.Example``
+            cannot carry.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> spec = example_spec({"user": tf.TensorSpec((None, 1), tf.int32)})
+        >>> spec["user"].shape, spec["user"].dtype.name
+        ((1,), 'int64')
+    """
+    parsed = {}
+    for key, spec in specs.items():
+        dims = tuple(spec.shape[1:])
+        if any(d is None for d in dims):
+            raise ValueError(
+                f"feature {key!r} has shape {tuple(spec.shape)}: the `{EXAMPLES_SIGNATURE}` "
+                "signature needs a fixed shape per feature (keras.Input(shape=...) without None).")
+        if spec.dtype == tf.string:
+            kind = tf.string
+        elif spec.dtype.is_floating:
+            kind = tf.float32
+        elif spec.dtype.is_integer or spec.dtype == tf.bool:
+            kind = tf.int64
+        else:
+            raise ValueError(f"feature {key!r} has dtype {spec.dtype.name}, which tf.Example "
+                             "cannot carry (int64, float32 and bytes lists only).")
+        parsed[key] = tf.io.FixedLenFeature(dims, kind)
+    return parsed
+
+
+def _lookup_layers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
+    """The layers under ``layer`` that hold lookup tables (not variables) to export."""
+    kinds = (keras.layers.StringLookup, keras.layers.IntegerLookup,
+             keras.layers.TextVectorization)
+    found = [layer] if isinstance(layer, kinds) else []
+    for sub in getattr(layer, "layers", []):
+        found += _lookup_layers(sub)
+    return found
 
 
 def _check_output(out: Any) -> None:
@@ -221,8 +306,13 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     """Write ``model`` as a SavedModel whose ``serving_default`` returns probabilities.
 
     The signature ``serving_default`` (method ``tensorflow/serving/predict``)
-    takes one float32 input ``features`` of shape ``(None, *feature_shape)`` and
-    returns a dict of float32 tensors of shape ``(None, 1)``:
+    takes one float32 input ``features`` of shape ``(None, *feature_shape)``,
+    or, for a model whose input is a dict of named ``keras.Input``s (ids as
+    int64 or strings, float vectors), those named inputs with their own dtypes
+    and shapes. A feature-dict model gets a second signature ``examples``
+    taking ``examples``: a ``tf.string`` vector of serialized ``tf.Example``
+    protos, parsed with :func:`example_spec` of its inputs. Both return a dict
+    of float32 tensors of shape ``(None, 1)``:
 
     * ``probability``: ``p(y=1|x)``, the sigmoid of the logit, or the model's
       output as is when it outputs probabilities;
@@ -269,8 +359,10 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     but is a double tensor`` (TF Serving converts JSON numbers to float32).
 
     Args:
-        model: a built Keras model with one input and one output unit, or a
-            :class:`DebiasedModel` (its ``net`` is exported).
+        model: a built Keras model with one input tensor or a dict of named
+            inputs, and one output unit; or a :class:`DebiasedModel` (its
+            ``net`` is exported). Lookup layers (``StringLookup``,
+            ``IntegerLookup``, ``TextVectorization``) are exported with their tables.
         path: the SavedModel directory to create, e.g.
             ``serving_path("export", "ranker", 1)``.
         from_logits: whether the model outputs logits. Default: the
@@ -287,7 +379,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             has several inputs, several outputs or several output units, or
             ``from_logits`` is None and the compiled loss does not tell; if
             ``path`` is empty, the working directory or one of its ancestors,
-            or holds anything but a SavedModel (the message says what is there).
+            or holds anything but a SavedModel (the message says what is there);
+            a single input that is not float; a named feature whose key cannot
+            name a serving input, or whose shape is not fixed.
         FileExistsError: if ``path`` holds a SavedModel and ``overwrite`` is False.
 
     Example:
@@ -310,18 +404,15 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     if not isinstance(model, keras.Model):
         raise TypeError(f"`model` must be a keras.Model, got {type(model).__name__}.")
     net = model.net if isinstance(model, DebiasedModel) else model
-    feature_shape = _feature_shape(net)
+    specs = _feature_specs(net)
+    feature_shape = _feature_shape(net) if specs is None else None
+    parse_spec = example_spec(specs) if specs is not None else None
     logits_out = _resolve_from_logits(model, from_logits)
     if not isinstance(overwrite, bool):
         raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
     path = _check_target(path, overwrite)
 
-    def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
-        # Checked when served: a wrong width or rank fails here, naming the input
-        # ("Shape of tensor features [2,4] is not compatible with expected shape
-        # [?,3]"), not inside the first layer.
-        features = tf.ensure_shape(features, (None, *feature_shape), name=f"{INPUT_NAME}_shape")
-        out = net(features, training=False)
+    def outputs(out: Any) -> dict[str, tf.Tensor]:
         _check_output(out)
         out = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
         if logits_out:
@@ -329,13 +420,41 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
         p = tf.clip_by_value(out, _EPS, 1.0 - _EPS)
         return {"probability": out, "logit": tf.math.log(p) - tf.math.log1p(-p)}
 
+    def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
+        # Checked when served: a wrong width or rank fails here, naming the input
+        # ("Shape of tensor features [2,4] is not compatible with expected shape
+        # [?,3]"), not inside the first layer.
+        features = tf.ensure_shape(features, (None, *feature_shape), name=f"{INPUT_NAME}_shape")
+        return outputs(net(features, training=False))
+
+    def serve_named(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        features = {k: tf.ensure_shape(v, specs[k].shape, name=f"{k}_shape")
+                    for k, v in features.items()}
+        return outputs(net(features, training=False))
+
+    def serve_examples(examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_example(examples, parse_spec)
+        return outputs(net({k: tf.cast(v, specs[k].dtype) for k, v in parsed.items()},
+                           training=False))
+
     archive = keras.export.ExportArchive()
-    # No archive.track(net): the archive saves the variables the endpoint reads,
-    # once each (tracking would store every value twice, plus unused RNG state).
-    endpoint = archive.add_endpoint(
-        SIGNATURE_NAME, serve,
-        input_signature=[tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)])
-    endpoint.get_concrete_function()  # trace now: output checks before touching the disk
+    # No archive.track(net): the archive saves the variables the endpoints read,
+    # once each (tracking would store every value twice, plus unused RNG state);
+    # only lookup tables, which are not variables, are tracked by their layers.
+    for layer in _lookup_layers(net):
+        archive.track(layer)
+    if specs is None:
+        endpoints = [archive.add_endpoint(
+            SIGNATURE_NAME, serve,
+            input_signature=[tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)])]
+    else:
+        endpoints = [
+            archive.add_endpoint(SIGNATURE_NAME, serve_named, input_signature=[specs]),
+            archive.add_endpoint(
+                EXAMPLES_SIGNATURE, serve_examples,
+                input_signature=[tf.TensorSpec((None,), tf.string, name=EXAMPLES_INPUT)])]
+    for endpoint in endpoints:
+        endpoint.get_concrete_function()  # trace now: output checks before touching the disk
 
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)

@@ -540,3 +540,196 @@ def test_serving_path():
             serving_path("e", "m", bad)
     with pytest.raises(TypeError, match="`name`"):
         serving_path("e", 3, 1)
+
+
+# -- feature-dict models: named features and serialized tf.Example -------------
+
+# Runs in a fresh interpreter without adpue_tf; builds the tf.Example protos itself.
+DICT_LOADER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+
+    cfg = json.loads(sys.argv[1])
+    rows = dict(np.load(cfg["inputs"]))
+    arrays, meta = {}, {}
+
+    def example(i, names):
+        feature = {}
+        for name in names:
+            v = rows[name][i].reshape(-1)
+            if v.dtype.kind == "S":
+                feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=list(v)))
+            elif v.dtype.kind == "f":
+                feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=v.tolist()))
+            else:
+                feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=v.tolist()))
+        return tf.train.Example(
+            features=tf.train.Features(feature=feature)).SerializeToString()
+
+    for case, path in cfg["exports"].items():
+        loaded = tf.saved_model.load(path)
+        named, examples = loaded.signatures["serving_default"], loaded.signatures["examples"]
+        specs = named.structured_input_signature[1]
+        meta[case] = {
+            "signatures": sorted(loaded.signatures),
+            "inputs": {k: [v.dtype.name, list(v.shape)] for k, v in specs.items()},
+            "examples_inputs": {k: [v.dtype.name, list(v.shape)] for k, v in
+                                examples.structured_input_signature[1].items()},
+            "outputs": {k: [v.dtype.name, list(v.shape)]
+                        for k, v in named.structured_outputs.items()},
+        }
+        for batch in cfg["batches"]:
+            feats = {k: tf.constant(rows[k][:batch], dtype=specs[k].dtype) for k in specs}
+            for sig, out in (("named", named(**feats)),
+                             ("examples", examples(examples=tf.constant(
+                                 [example(i, list(specs)) for i in range(batch)])))):
+                for key, value in out.items():
+                    arrays[f"{case}__{batch}__{sig}__{key}"] = value.numpy()
+    np.savez(cfg["outputs"], **arrays)
+    meta["_modules"] = sorted(m for m in ("adpue_tf", "keras") if m in sys.modules)
+    with open(cfg["meta"], "w") as f:
+        json.dump(meta, f)
+""")
+DICT_BATCHES = (1, 7, 64)
+USERS, ITEMS = 20, ["shoes", "hats", "bags", "socks"]
+
+
+def _ads_net(seed, activation=None, int32_ids=False):
+    """An ads-style model: user id (int64), item (string, looked up), campaign (int32 or
+    int64, hashed), context floats."""
+    keras.utils.set_random_seed(seed)
+    user = keras.Input((1,), dtype="int64", name="user_id")
+    item = keras.Input((1,), dtype="string", name="item")
+    campaign = keras.Input((1,), dtype="int32" if int32_ids else "int64", name="campaign")
+    context = keras.Input((3,), name="context")
+    parts = [
+        keras.layers.Flatten()(keras.layers.Embedding(USERS, 4)(user)),
+        keras.layers.Flatten()(keras.layers.Embedding(len(ITEMS) + 1, 4)(
+            keras.layers.StringLookup(vocabulary=ITEMS)(item))),
+        keras.layers.Hashing(num_bins=8, output_mode="one_hot")(campaign),
+        context,
+    ]
+    h = keras.layers.Dense(8, activation="relu")(keras.layers.Concatenate()(parts))
+    out = keras.layers.Dense(1, activation=activation)(h)
+    return keras.Model({"user_id": user, "item": item, "campaign": campaign,
+                        "context": context}, out)
+
+
+def _ads_rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"user_id": rng.integers(0, USERS, (n, 1)).astype(np.int64),
+            "item": rng.choice(ITEMS + ["unknown"], (n, 1)).astype("S"),
+            "campaign": rng.integers(0, 1000, (n, 1)).astype(np.int64),
+            "context": rng.normal(0, 1, (n, 3)).astype(np.float32)}
+
+
+def _ads_models():
+    """name -> (model, from_logits); the debiased one trained on feature-dict rows."""
+    models = {"ads_plain": (_ads_net(0), True),
+              "ads_prob": (_ads_net(1, activation="sigmoid"), False),
+              "ads_int32": (_ads_net(2, int32_ids=True), True)}
+    debiased = adp.DebiasedModel(_ads_net(3))
+    rows = _ads_rows(64, seed=1)
+    x = {k: tf.constant(v) for k, v in rows.items()}
+    y = np.concatenate([adp.pack_labels(adp.Source.PU, w=np.arange(32) % 2),
+                        adp.pack_labels(adp.Source.E, e=(np.arange(32) % 3 == 0) * 1.0)])
+    debiased.compile(keras.optimizers.Adam(0.05), loss=adp.ADPUELoss(from_logits=True))
+    debiased.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(64), epochs=2, verbose=0)
+    models["ads_debiased"] = (debiased, None)
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        models["ads_mixed_float16"] = (_ads_net(4), True)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    return models
+
+
+@pytest.fixture(scope="module")
+def exported_dicts(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serving_dicts")
+    models = _ads_models()
+    rows = _ads_rows(max(DICT_BATCHES))
+    paths, expected = {}, {}
+    for version, (name, (model, from_logits)) in enumerate(models.items(), start=1):
+        paths[name] = export_for_serving(model, serving_path(tmp, name, version),
+                                         from_logits=from_logits)
+        feats = {k: tf.constant(v.astype(np.int32) if k == "campaign" and "int32" in name
+                                else v) for k, v in rows.items()}
+        net = model.net if isinstance(model, adp.DebiasedModel) else model
+        expected[name] = (np.asarray(net.predict(feats, verbose=0, batch_size=64), np.float64)
+                          .reshape(-1, 1), from_logits is not False)
+    np.savez(tmp / "inputs.npz", **rows)
+    cfg = {"exports": paths, "inputs": str(tmp / "inputs.npz"), "batches": DICT_BATCHES,
+           "outputs": str(tmp / "outputs.npz"), "meta": str(tmp / "meta.json")}
+    loader = subprocess.run([sys.executable, "-c", DICT_LOADER, json.dumps(cfg)], cwd=tmp,
+                            capture_output=True, text=True, check=False,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert loader.returncode == 0, loader.stderr[-3000:]
+    return {"got": dict(np.load(cfg["outputs"])), "expected": expected,
+            "meta": json.loads(Path(cfg["meta"]).read_text()), "paths": paths}
+
+
+DICT_CASES = ["ads_plain", "ads_prob", "ads_int32", "ads_debiased", "ads_mixed_float16"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", DICT_CASES)
+def test_feature_dict_export_round_trip_in_fresh_process(exported_dicts, name):
+    meta = exported_dicts["meta"][name]
+    assert "adpue_tf" not in exported_dicts["meta"]["_modules"]
+    assert meta["signatures"] == ["examples", "serving_default"]
+    campaign = "int32" if name == "ads_int32" else "int64"
+    assert meta["inputs"] == {"user_id": ["int64", [None, 1]], "item": ["string", [None, 1]],
+                              "campaign": [campaign, [None, 1]],
+                              "context": ["float32", [None, 3]]}
+    assert meta["examples_inputs"] == {"examples": ["string", [None]]}
+    assert meta["outputs"] == {"probability": ["float32", [None, 1]],
+                               "logit": ["float32", [None, 1]]}
+    pred, from_logits = exported_dicts["expected"][name]
+    worst = 0.0
+    for batch in DICT_BATCHES:
+        want = _sigmoid(pred[:batch]) if from_logits else pred[:batch]
+        for sig in ("named", "examples"):
+            prob = exported_dicts["got"][f"{name}__{batch}__{sig}__probability"]
+            logit = exported_dicts["got"][f"{name}__{batch}__{sig}__logit"]
+            assert prob.shape == logit.shape == (batch, 1) and prob.dtype == np.float32
+            worst = max(worst, float(np.max(np.abs(prob - want))))
+            np.testing.assert_allclose(prob, want, rtol=0, atol=1e-5)
+            np.testing.assert_allclose(_sigmoid(logit), prob, rtol=0, atol=1e-6)
+    print(f"\n{name}: max|Δp| over batches {DICT_BATCHES} and both signatures: {worst:.2e}")
+
+
+@pytest.mark.slow
+def test_feature_dict_export_holds_only_forward_variables(exported_dicts):
+    names = [n for n, _ in tf.train.list_variables(
+        os.path.join(exported_dicts["paths"]["ads_plain"], "variables", "variables"))]
+    assert len(names) - 1 == len(_ads_net(0).weights) == 6  # 2 embeddings, 2 dense layers
+
+
+def test_feature_dict_bad_inputs_are_refused_before_writing(tmp_path):
+    ragged = keras.Input((None,), dtype="int64", name="history")
+    model = keras.Model({"history": ragged}, keras.layers.Dense(1)(
+        keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(5, 2)(ragged))))
+    with pytest.raises(ValueError, match=r"feature 'history' has shape \(None, None\)"):
+        export_for_serving(model, tmp_path / "m", from_logits=True)
+    a = keras.Input((2,), name="bad key")
+    with pytest.raises(ValueError, match="input key 'bad key' cannot name a serving input"):
+        export_for_serving(keras.Model({"bad key": a}, keras.layers.Dense(1)(a)),
+                           tmp_path / "m", from_logits=True)
+    assert not (tmp_path / "m").exists()
+
+
+def test_feature_dict_wrong_shape_names_the_feature(tmp_path):
+    path = export_for_serving(_ads_net(0), tmp_path / "m", from_logits=True)
+    fn = tf.saved_model.load(path).signatures["serving_default"]
+    rows = {k: tf.constant(v) for k, v in _ads_rows(2).items()}
+    rows["context"] = tf.zeros((2, 4))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=re.escape("Shape of tensor context [2,4] is not compatible with "
+                                       "expected shape [?,3]")):
+        fn(**rows)
+    examples = tf.saved_model.load(path).signatures["examples"]
+    empty = tf.train.Example().SerializeToString()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="is required but could not be found"):
+        examples(examples=tf.constant([empty]))
