@@ -56,6 +56,7 @@ def test_plain_model_with_shuffle_false_as_the_readme_says_does_not_warn():
     assert _shuffle_warnings(_fit_warnings(model, _data(), shuffle=False)) == []
 
 
+@pytest.mark.slow
 def test_an_explicit_shuffle_reaches_keras():
     """DebiasedModel only changes the default: ``shuffle=True`` given by the user stays."""
     if not _keras_warns_on_default_shuffle():
