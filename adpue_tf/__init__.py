@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time the na
         ADSSLoss,
         DebiasedLoss,
         DoubleADSSLoss,
+        IPSLoss,
         LogitLoss,
         NNPULoss,
         PNULoss,
@@ -53,6 +54,7 @@ __all__ = [
     "DebiasedLoss",
     "DebiasedModel",
     "DoubleADSSLoss",
+    "IPSLoss",
     "LogitLoss",
     "MultiWorkerModel",
     "NNPULoss",
@@ -88,8 +90,8 @@ __all__ = [
 #: public name -> the submodule that defines it
 _NAMES: dict[str, str] = {
     **dict.fromkeys(("AD3SELoss", "ADFPULoss", "ADPELoss", "ADPUELoss", "ADSLoss", "ADSSLoss",
-                     "DebiasedLoss", "DoubleADSSLoss", "LogitLoss", "NNPULoss", "PNULoss",
-                     "UPULoss"), "losses"),
+                     "DebiasedLoss", "DoubleADSSLoss", "IPSLoss", "LogitLoss", "NNPULoss",
+                     "PNULoss", "UPULoss"), "losses"),
     "DebiasedModel": "model",
     "MultiWorkerModel": "distributed",
     "RefreshDagger": "callbacks",

@@ -26,7 +26,7 @@ def check_options(**options: Any) -> dict[str, Any]:
     """Validate the options a risk takes; return them as plain Python values.
 
     Known names: ``prior`` in (0, 1), ``alpha`` in [0, 1], ``beta >= 0``,
-    ``gamma`` None or in (0, 1], ``eta`` in [-1, 1], ``surrogate`` one of
+    ``gamma`` None or in (0, 1], ``eta`` in [-1, 1], ``clip`` in (0, 1], ``surrogate`` one of
     :data:`SURROGATES`, and the booleans
     ``from_logits``, ``non_negative``, ``dagger_gradient``.
     """
@@ -55,6 +55,7 @@ def check_options(**options: Any) -> dict[str, Any]:
             "beta": v < 0.0,
             "gamma": not 0.0 < v <= 1.0,
             "eta": not -1.0 <= v <= 1.0,
+            "clip": not 0.0 < v <= 1.0,
         }
         if name not in bad:
             raise TypeError(f"Unknown option `{name}`.")
@@ -65,6 +66,7 @@ def check_options(**options: Any) -> dict[str, Any]:
                 "beta": ">= 0",
                 "gamma": "None or in (0, 1]",
                 "eta": "in [-1, 1]",
+                "clip": "in (0, 1]",
             }[name]
             raise ValueError(f"`{name}` must be {allowed}, got {v}.")
         out[name] = v

@@ -516,6 +516,41 @@ class PNULoss(DebiasedLoss):
                          prior=prior, eta=eta)
 
 
+@_register
+class IPSLoss(DebiasedLoss):
+    """Baseline IPS (Saito et al. 2020): BCE on ``W`` weighted by ``1/θ̂`` (clipped).
+
+    What ads teams use today: a propensity model ``θ̂(e=1|x)`` fitted on the
+    exposure log (e.g. :func:`adpue_tf.exposure.fit_exposure_model`) reweights
+    the cross-entropy on the PU rows. ``y_true`` carries ``θ̂`` of each row in
+    column 3: build the batches with :func:`adpue_tf.data.with_propensity`.
+    See :func:`adpue_tf.risks.ips`. Key ``"ips"``.
+
+    Args:
+        clip: floor of ``θ̂`` in the weight ``W / max(θ̂, clip)``, in (0, 1].
+        from_logits: whether ``y_pred`` holds logits.
+        reduction: only ``"sum_over_batch_size"`` (see :class:`DebiasedLoss`).
+        name: name of the loss.
+
+    Example:
+        >>> import adpue_tf as adp
+        >>> adp.IPSLoss(clip=0.1, from_logits=True).get_config()["clip"]
+        0.1
+    """
+
+    risk_fn = staticmethod(risks.ips)
+    reads = (Source.PU,)
+    needs = ((Source.PU,),)
+    ignores = (Source.E,)  # the exposure log of PUE data (θ̂ was fitted on it)
+    uses_dagger = False
+    #: ``y_true`` carries the propensity ``θ̂`` in column 3.
+    needs_propensity: ClassVar[bool] = True
+
+    def __init__(self, *, clip: float = 0.05, from_logits: bool = False,
+                 reduction: str = REDUCTION, name: str = "ips_loss") -> None:
+        super().__init__(from_logits=from_logits, reduction=reduction, name=name, clip=clip)
+
+
 # -- the registry -------------------------------------------------------------------
 
 #: Every loss by its key, the name of its risk function in :mod:`adpue_tf.risks`
@@ -523,7 +558,7 @@ class PNULoss(DebiasedLoss):
 LOSSES: Mapping[str, type[DebiasedLoss]] = MappingProxyType({
     cls.risk_fn.__name__: cls
     for cls in (ADPUELoss, ADPELoss, ADFPULoss, ADSLoss, ADSSLoss, DoubleADSSLoss,
-                AD3SELoss, LogitLoss, UPULoss, NNPULoss, PNULoss)
+                AD3SELoss, LogitLoss, UPULoss, NNPULoss, PNULoss, IPSLoss)
 })
 
 

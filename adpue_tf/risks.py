@@ -51,6 +51,7 @@ __all__ = [
     "upu",
     "nnpu",
     "pnu",
+    "ips",
 ]
 
 
@@ -412,6 +413,39 @@ def pnu(
         return no_correction(*_mix(1.0 - eta, pn, other))
     other = (u1 - (1.0 - prior) * n1, (1.0 - prior) * n0)
     return no_correction(*_mix(1.0 + eta, pn, other))
+
+
+def ips(
+    y_true: Any, y_pred: Any, *, clip: float = 0.05, from_logits: bool = False,
+    sample_weight: Any = None,
+) -> RiskTerms:
+    """Baseline IPS (Saito et al. 2020): cross-entropy on ``W`` reweighted by ``1/θ̂``.
+
+    ``Ê_PU[t·ℓ1 + (1 - t)·ℓ0]`` with ``t = W / max(θ̂(x), clip)``, where the
+    propensity ``θ̂(e=1|x)`` of each PU row is column 3 of ``y_true`` (see
+    :func:`adpue_tf.data.with_propensity`). Unbiased for the true
+    cross-entropy when ``θ̂ = θ`` and ``θ ≥ clip`` (strong ignorability:
+    ``E[W/θ | x] = p(y=1|x)``), the "relevance" weighting that ads teams use
+    today; clipping trades that bias for variance. ``R+ = Ê_PU[t·ℓ1]``,
+    ``R- = Ê_PU[(1-t)·ℓ0]`` (negative on rows with ``W = 1``; no correction).
+
+    Example:
+        >>> import numpy as np
+        >>> from adpue_tf.labels import pack_pu
+        >>> y = np.concatenate([pack_pu([1, 0]), [[0.5], [0.5]]], axis=1)
+        >>> round(float(ips(y, [[0.0], [0.0]], from_logits=True).risk), 4)
+        0.6931
+    """
+    check_options(from_logits=from_logits, clip=clip)
+    shape = tuple(ops.shape(y_true))
+    if len(shape) != 2 or shape[-1] != 4:
+        raise ValueError(
+            "ips: `y_true` must have 4 columns (w, e, source, propensity θ̂), got shape "
+            f"{shape}; attach θ̂ with adpue_tf.data.with_propensity(dataset, exposure_model).")
+    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
+    pu = b.is_source(Source.PU)
+    t = b.w / ops.maximum(b.dagger, clip)
+    return no_correction(b.mean(t * b.l1, pu), b.mean((1.0 - t) * b.l0, pu))
 
 
 #: Former names of :func:`adpue`, :func:`adpe` and :func:`adfpu` (kept as aliases).
