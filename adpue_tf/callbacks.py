@@ -33,19 +33,24 @@ class RefreshDagger(keras.callbacks.Callback):
 
     Steps are counted by the optimizer's ``iterations`` and epochs by Keras's
     absolute epoch index (and the epoch of the last refresh is saved with the
-    model), so a run resumed by ``BackupAndRestore`` refreshes at the same
-    points as an uninterrupted one, whatever the order of the callbacks.
+    model, :attr:`DebiasedModel.refresh_epoch`), so a run resumed by
+    ``BackupAndRestore`` or ``fit(initial_epoch=...)`` refreshes at the same
+    points as an uninterrupted one, whatever the order of the callbacks. Each
+    ``fit`` call performs its own refreshes: a later ``fit`` that starts
+    again from epoch 0 refreshes again after its epochs.
 
     Args:
-        every_n_epochs: refresh after every ``n``-th epoch (default 1).
+        every_n_epochs: refresh after every ``n``-th epoch (default: 1 when
+            ``every_n_steps`` is not given).
         every_n_steps: refresh after every ``n``-th optimizer step instead;
-            give one of the two.
+            give at most one of the two.
 
     Raises:
         TypeError: on a non-integer period, or when used with a model that is
             not a ``DebiasedModel``.
-        ValueError: on a period below 1, both periods given, or a compiled
-            loss that does not use ``f†``.
+        ValueError: on a period below 1, both periods given (also
+            ``every_n_epochs=1`` with ``every_n_steps``), or a compiled loss
+            that does not use ``f†``.
 
     Example:
         >>> import adpue_tf as adp
@@ -53,16 +58,18 @@ class RefreshDagger(keras.callbacks.Callback):
         100
     """
 
-    def __init__(self, every_n_epochs: int | None = 1, every_n_steps: int | None = None) -> None:
+    def __init__(self, every_n_epochs: int | None = None,
+                 every_n_steps: int | None = None) -> None:
         super().__init__()
-        if every_n_steps is not None and every_n_epochs not in (None, 1):
-            raise ValueError("Give one of `every_n_epochs` and `every_n_steps`, not both.")
+        if every_n_steps is not None and every_n_epochs is not None:
+            raise ValueError("Give one of `every_n_epochs` and `every_n_steps`, not both, got "
+                             f"every_n_epochs={every_n_epochs!r}, every_n_steps={every_n_steps!r}.")
+        if every_n_steps is None and every_n_epochs is None:
+            every_n_epochs = 1
         self.every_n_steps = _check_every("every_n_steps", every_n_steps)
-        self.every_n_epochs = (None if self.every_n_steps is not None
-                               else _check_every("every_n_epochs", every_n_epochs))
-        if self.every_n_epochs is None and self.every_n_steps is None:
-            raise ValueError("Give `every_n_epochs` or `every_n_steps`.")
+        self.every_n_epochs = _check_every("every_n_epochs", every_n_epochs)
         self._step_before = 0
+        self._first_epoch = True
         # Keras dispatches batch-end hooks off the training thread only for
         # callbacks that say they are safe; otherwise it waits for every step's
         # logs, which stalls the input pipeline. Epoch-period refreshes happen
@@ -82,6 +89,7 @@ class RefreshDagger(keras.callbacks.Callback):
                 f"The compiled loss {type(self.model.loss).__name__} does not use f†; "
                 "RefreshDagger would have no effect.")
         self.model.start_alternate_learning()
+        self._first_epoch = True
 
     def _iterations(self) -> int:
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -102,11 +110,18 @@ class RefreshDagger(keras.callbacks.Callback):
         n = self.every_n_epochs
         if n is None or done <= 0 or done % n:
             return
-        if int(keras.ops.convert_to_numpy(self.model._refresh_epoch)) < done:
+        if self.model.refresh_epoch < done:
             self.model.refresh_dagger()
-            self.model._refresh_epoch.assign(done)
+            self.model.set_refresh_epoch(done)
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        if self._first_epoch:
+            self._first_epoch = False
+            # Within one run the last refresh lies at or before the first epoch
+            # of a fit; a later count is left by an earlier fit, whose epoch
+            # numbering this fit restarts: this fit does its own refreshes.
+            if self.model.refresh_epoch > epoch:
+                self.model.set_refresh_epoch(epoch)
         # A run resumed by BackupAndRestore may have saved epoch `epoch` before
         # this callback refreshed at its end (callback order): catch up.
         self._refresh_for_epoch(epoch)

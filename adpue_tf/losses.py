@@ -30,7 +30,9 @@ import keras
 import tensorflow as tf
 
 from adpue_tf import risks
+from adpue_tf._batch import check_sources, guard_finite
 from adpue_tf._checks import check_options
+from adpue_tf.labels import Source
 
 __all__ = [
     "LOSSES",
@@ -116,6 +118,15 @@ class DebiasedLoss(keras.losses.Loss):
     risk_fn: ClassVar[Callable[..., risks.RiskTerms]]
     #: Whether the risk reads the proxy ``f†`` (column 3 of ``y_true``).
     uses_dagger: ClassVar[bool] = True
+    #: The sources whose rows the risk reads; a batch with rows of any other
+    #: source (except :attr:`ignores`) is refused, naming the sources found
+    #: (ValueError in eager mode, InvalidArgumentError inside ``fit``).
+    reads: ClassVar[tuple[Source, ...]] = ()
+    #: Groups of sources: a batch needs at least one row of each group
+    #: (counted over all replicas of a distribution strategy).
+    needs: ClassVar[tuple[tuple[Source, ...], ...]] = ()
+    #: Sources whose rows a batch may hold and the risk leaves out.
+    ignores: ClassVar[tuple[Source, ...]] = ()
 
     def __init__(self, *, from_logits: bool = False, reduction: str = REDUCTION,
                  name: str | None = None, **options: Any) -> None:
@@ -153,8 +164,16 @@ class DebiasedLoss(keras.losses.Loss):
         Returns:
             :class:`adpue_tf.risks.RiskTerms`.
         """
-        return type(self).risk_fn(y_true, y_pred, sample_weight=sample_weight,
-                                  **self._options)
+        name = type(self).__name__
+        if self.reads:  # a subclass that declares no sources is not checked
+            y_true = check_sources(y_true, loss=name, reads=self.reads, needs=self.needs,
+                                   ignores=self.ignores)
+        terms = type(self).risk_fn(y_true, y_pred, sample_weight=sample_weight,
+                                   **self._options)
+        return terms._replace(loss=guard_finite(
+            terms.loss, f"{name}: the loss is NaN or infinite, so training stops before "
+            "the weights are updated. Look for NaN, inf or huge values in the features "
+            "or `sample_weight`."))
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         """The batch's risk: ``terms(y_true, y_pred, sample_weight).loss``."""
@@ -225,6 +244,8 @@ class ADPUELoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.adpue)
+    reads = (Source.PU, Source.E)
+    needs = ((Source.PU,), (Source.E,))
 
     def __init__(self, *, from_logits: bool = False, non_negative: bool = True,
                  beta: float = 0.0, gamma: float | None = None,
@@ -255,6 +276,8 @@ class ADPELoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.adpe)
+    reads = (Source.P, Source.E)
+    needs = ((Source.P,), (Source.E,))
 
     def __init__(self, *, prior: float, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,
@@ -285,6 +308,8 @@ class ADFPULoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.adfpu)
+    reads = (Source.P, Source.U, Source.E)
+    needs = ((Source.P,), (Source.E,))
 
     def __init__(self, *, prior: float, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,
@@ -314,6 +339,9 @@ class ADSLoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.ads)
+    reads = (Source.SSE,)
+    needs = ((Source.SSE,),)
+    ignores = (Source.PU,)  # the PU rows of 3SE data
     uses_dagger = False
 
     def __init__(self, *, from_logits: bool = False, reduction: str = REDUCTION,
@@ -340,6 +368,8 @@ class ADSSLoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.adss)
+    reads = (Source.SSE,)
+    needs = ((Source.SSE,),)
 
     def __init__(self, *, from_logits: bool = False, dagger_gradient: bool = False,
                  reduction: str = REDUCTION, name: str = "adss_loss") -> None:
@@ -364,6 +394,8 @@ class DoubleADSSLoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.double_adss)
+    reads = (Source.SSE,)
+    needs = ((Source.SSE,),)
 
     def __init__(self, *, alpha: float = 0.5, from_logits: bool = False,
                  dagger_gradient: bool = False, reduction: str = REDUCTION,
@@ -391,6 +423,8 @@ class AD3SELoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.ad3se)
+    reads = (Source.SSE, Source.PU)
+    needs = ((Source.SSE,),)
 
     def __init__(self, *, alpha: float = 0.5, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,
@@ -420,6 +454,9 @@ class LogitLoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.logit)
+    reads = (Source.PU, Source.SSE)
+    needs = ((Source.PU, Source.SSE),)
+    ignores = (Source.E,)  # the exposure log of PUE data
     uses_dagger = False
 
     def __init__(self, *, from_logits: bool = False, reduction: str = REDUCTION,
@@ -449,6 +486,9 @@ class UPULoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.upu)
+    reads = (Source.PU, Source.P, Source.U)
+    needs = ((Source.PU, Source.P), (Source.PU, Source.U))
+    ignores = (Source.E,)  # the exposure log of PUE data
     uses_dagger = False
 
     def __init__(self, *, prior: float, surrogate: str = "logistic",
@@ -477,6 +517,9 @@ class NNPULoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.nnpu)
+    reads = (Source.PU, Source.P, Source.U)
+    needs = ((Source.PU, Source.P), (Source.PU, Source.U))
+    ignores = (Source.E,)  # the exposure log of PUE data
     uses_dagger = False
 
     def __init__(self, *, prior: float, surrogate: str = "logistic",
@@ -508,6 +551,8 @@ class PNULoss(DebiasedLoss):
     """
 
     risk_fn = staticmethod(risks.pnu)
+    reads = (Source.SSE,)
+    needs = ((Source.SSE,),)
     uses_dagger = False
 
     def __init__(self, *, prior: float, eta: float = 0.0, from_logits: bool = False,

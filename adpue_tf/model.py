@@ -45,7 +45,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf._batch import num_replicas, to_logits
+from adpue_tf._batch import finite_checks, guard_finite, num_replicas, to_logits, with_checks
+from adpue_tf._checks import check_int
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskTracker
@@ -70,6 +71,36 @@ def _check_one_output(name: str, net: Any) -> None:
             f"`{name}` must have one output unit (logit or probability), got output "
             f"shape {shape}."
         )
+
+
+def _ends_in_sigmoid(model: keras.Model) -> bool:
+    """Whether the last layer of ``model`` applies a sigmoid (its output is a probability)."""
+    layers = getattr(model, "layers", None)
+    if not layers:
+        return False
+    return getattr(getattr(layers[-1], "activation", None), "__name__", None) == "sigmoid"
+
+
+def _check_from_logits(name: str, model: keras.Model, from_logits: bool) -> None:
+    if from_logits and _ends_in_sigmoid(model):
+        raise ValueError(
+            f"`{name}` ends in a sigmoid activation, so it outputs probabilities, but the "
+            "loss has `from_logits=True`. Compile with `from_logits=False`, or drop the "
+            "sigmoid so that the model outputs logits.")
+
+
+def _input_shapes(model: keras.Model) -> list[tuple] | None:
+    inputs = getattr(model, "inputs", None) if model.built else None
+    return [tuple(t.shape[1:]) for t in inputs] if inputs else None
+
+
+def _check_single_tensor(name: str, out: Any) -> None:
+    if isinstance(out, dict):
+        raise ValueError(f"`{name}` must return a single tensor (one logit or probability "
+                         f"per row), got a dict with keys {sorted(out)}.")
+    if isinstance(out, (list, tuple)):
+        raise ValueError(f"`{name}` must return a single tensor (one logit or probability "
+                         f"per row), got a {type(out).__name__} of {len(out)}.")
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
@@ -109,6 +140,11 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         self.snapshot.trainable = False
         if isinstance(initial_dagger, keras.Model):
             _check_one_output("initial_dagger", initial_dagger)
+            net_in, guess_in = _input_shapes(net), _input_shapes(initial_dagger)
+            if net_in is not None and guess_in is not None and net_in != guess_in:
+                raise ValueError(
+                    f"`initial_dagger` takes inputs of shape {guess_in} but `net` takes "
+                    f"{net_in}; f† is computed on the same features as the net.")
             initial_dagger.trainable = False
             self.initial_model = initial_dagger
             self._initial_constant = None
@@ -146,6 +182,25 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     def refreshes(self) -> int:
         """How many times the snapshot was refreshed (the paper's rounds ``T``)."""
         return int(ops.convert_to_numpy(self._refreshes))
+
+    @property
+    def refresh_epoch(self) -> int:
+        """The epoch count at which :class:`~adpue_tf.RefreshDagger` last refreshed.
+
+        Counted in the epoch numbering of the current ``fit`` (Keras's absolute
+        index, which ``initial_epoch`` and ``BackupAndRestore`` continue), saved
+        with the weights so that a resumed run catches up a refresh whose epoch
+        was backed up before it happened. Set it with :meth:`set_refresh_epoch`.
+        """
+        return int(ops.convert_to_numpy(self._refresh_epoch))
+
+    def set_refresh_epoch(self, epoch: int) -> None:
+        """Record ``epoch`` as the epoch count of the last refresh (see :attr:`refresh_epoch`).
+
+        Raises:
+            TypeError, ValueError: if ``epoch`` is not an int ``>= 0``.
+        """
+        self._refresh_epoch.assign(check_int("epoch", epoch, 0))
 
     def start_alternate_learning(self) -> None:
         """Use the initial guess as ``f†`` until the first refresh (if not yet refreshed)."""
@@ -191,6 +246,9 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             raise TypeError(
                 "`loss` must be an adpue_tf DebiasedLoss instance (e.g. "
                 f"adp.ADPUELoss()), got {type(loss).__name__}.")
+        _check_from_logits("net", self.net, loss.from_logits)
+        if self.initial_model is not None:
+            _check_from_logits("initial_dagger", self.initial_model, loss.from_logits)
         if self.initial_model is not None and not loss.uses_dagger:
             raise ValueError(
                 f"`loss` {type(loss).__name__} does not use f†, so an `initial_dagger` "
@@ -218,17 +276,19 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """``f†`` for the batch, float32 ``(batch, 1)``, without gradient."""
         from_logits = self.loss.from_logits
 
-        def prob(out: Any) -> Any:
-            return ops.sigmoid(to_logits(out, from_logits))
+        def prob(out: Any, name: str = "the snapshot's output") -> Any:
+            return ops.sigmoid(to_logits(out, from_logits, name))
 
         def direct() -> Any:
             return prob(y_pred)
 
         def initial() -> Any:
             if self.initial_model is not None:
-                return prob(self.initial_model(x, training=False))
-            return ops.full(ops.shape(to_logits(y_pred, True)), self._initial_constant,
-                            dtype="float32")
+                guess = self.initial_model(x, training=False)
+                _check_single_tensor("initial_dagger", guess)
+                return prob(guess, "the output of `initial_dagger`")
+            rows = ops.reshape(ops.cast(y_pred, "float32"), (-1,))
+            return ops.full_like(rows, self._initial_constant)
 
         def snapshot() -> Any:
             return prob(self.snapshot(x, training=False))
@@ -250,6 +310,14 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         Also updates the risk metrics (``risk``, ``r_pos``, ``r_neg``, ``nn_fired``).
         """
         loss: DebiasedLoss = self.loss
+        _check_single_tensor("net", y_pred)
+        # Features and output must be finite; the loss (hence every weight
+        # gradient) waits for these checks, so no step applies a NaN update.
+        stop = ("DebiasedModel: training stops before the weights are updated, as the "
+                "batch cannot give a finite step:")
+        features = {f"x[{i}]": t for i, t in enumerate(tf.nest.flatten(x))}
+        checks = finite_checks({**features, "the output of `net`": y_pred}, stop)
+        y_pred = with_checks(y_pred, checks)
         y = ops.cast(ops.convert_to_tensor(y), "float32")
         if loss.uses_dagger and y.shape[-1] == 3:
             y = ops.concatenate([y, self._dagger(x, y_pred)], axis=1)
@@ -259,7 +327,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         if self.losses:
             extra = ops.sum([ops.cast(v, "float32") for v in self.losses])
             total = total + extra / num_replicas()  # each replica adds them once
-        return total
+        return guard_finite(total, f"{stop} the loss is NaN or infinite.", checks)
 
     # -- serialisation -------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -274,8 +342,17 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     @classmethod
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> "DebiasedModel":
         config = dict(config)
-        net = keras.saving.deserialize_keras_object(config.pop("net"),
-                                                    custom_objects=custom_objects)
+        net_config = config.pop("net")
+        try:
+            net = keras.saving.deserialize_keras_object(net_config,
+                                                        custom_objects=custom_objects)
+        except TypeError as err:
+            # Keras would hide this cause behind a generic message about from_config.
+            name = net_config.get("class_name") if isinstance(net_config, dict) else None
+            raise ValueError(
+                f"DebiasedModel could not rebuild its `net` ({name!r}): {err} A subclassed "
+                "net must be registered with @keras.saving.register_keras_serializable() "
+                "(and imported) or passed in `custom_objects` when loading.") from err
         initial = config.pop("initial_dagger")
         if isinstance(initial, dict):
             initial = keras.saving.deserialize_keras_object(initial,

@@ -24,8 +24,21 @@ LOSSES = [
     (adp.UPULoss, {"prior": 0.4}),
     (adp.NNPULoss, {"prior": 0.4}),
     (adp.PNULoss, {"prior": 0.4, "eta": -0.3}),
+    (adp.IPSLoss, {"clip": 0.1}),
 ]
 IDS = [f"{c.__name__}{'-' + str(o) if o else ''}" for c, o in LOSSES]
+
+
+@pytest.fixture
+def batch(batch, cls):
+    """The shared mixed batch cut to the rows ``cls`` reads (a loss refuses other sources)."""
+    y, z = batch
+    keep = np.isin(y[:, 2], [int(s) for s in (*cls.reads, *cls.ignores)])
+    y, z = y[keep], z[keep]
+    if getattr(cls, "needs_propensity", False):  # IPS: θ̂ of each row in column 3
+        theta = np.linspace(0.05, 0.95, len(y), dtype=np.float32)[:, None]
+        y = np.concatenate([y, theta], axis=1)
+    return y, z
 
 
 def test_every_public_loss_is_checked():
@@ -154,15 +167,18 @@ def test_bad_labels_graph_mode_fail_loudly():
 
 @pytest.mark.parametrize("shape", [(4, 2), (4, 1, 1), (2, 1)])
 def test_bad_prediction_shape(shape):
-    y = adp.pack_labels(adp.Source.PU, w=[1, 0, 1, 0])
+    y = np.concatenate([adp.pack_labels(adp.Source.PU, w=[1, 0]),
+                        adp.pack_labels(adp.Source.E, e=[1, 0])])
     with pytest.raises(ValueError, match="y_pred"):
         adp.ADPUELoss(from_logits=True)(y, np.zeros(shape, np.float32))
 
 
 def test_negative_sample_weight():
-    y = adp.pack_labels(adp.Source.PU, w=[1, 0])
+    y = np.concatenate([adp.pack_labels(adp.Source.PU, w=[1, 0]),
+                        adp.pack_labels(adp.Source.E, e=[1, 0])])
     with pytest.raises(ValueError, match="sample_weight"):
-        adp.ADPUELoss(from_logits=True)(y, np.zeros((2, 1), np.float32), np.array([1.0, -1.0]))
+        adp.ADPUELoss(from_logits=True)(y, np.zeros((4, 1), np.float32),
+                                        np.array([1.0, -1.0, 1.0, 1.0]))
 
 
 # --- one vocabulary: risk function, loss class and registry key -------------------------
@@ -185,7 +201,7 @@ def test_registry_holds_every_public_loss_by_its_risk_function_name():
     public = {c for c, _ in LOSSES}
     assert set(losses_lib.LOSSES.values()) == public
     assert list(losses_lib.LOSSES) == ["adpue", "adpe", "adfpu", "ads", "adss", "double_adss",
-                                       "ad3se", "logit", "upu", "nnpu", "pnu"]
+                                       "ad3se", "logit", "upu", "nnpu", "pnu", "ips"]
     with pytest.raises(TypeError):
         losses_lib.LOSSES["x"] = adp.ADPUELoss  # read-only
 
@@ -287,6 +303,7 @@ ALL_OPTIONS = {
     "upu": dict(prior=0.4, surrogate="sigmoid"),
     "nnpu": dict(prior=0.4, surrogate="sigmoid", non_negative=False, beta=0.1, gamma=0.5),
     "pnu": dict(prior=0.4, eta=-0.5),
+    "ips": dict(clip=0.2),
 }
 
 
