@@ -204,6 +204,62 @@ def _run(name, strategy, backup_dir=None):
             **_state(model, net, before)}
 
 
+def write_tfrecords(root, files=4, rows_per_file=48, seed=7):
+    """PU and E logs as ``files`` TFRecord shards each (for the file-sharded case)."""
+    rng = np.random.default_rng(seed)
+    for part, label in (("pu", "w"), ("exposure", "e")):
+        for f in range(files):
+            path = os.path.join(root, f"{part}-{f:02d}.tfrecord")
+            with tf.io.TFRecordWriter(path) as writer:
+                for r in range(rows_per_file):
+                    x = rng.normal(size=DIM).astype(np.float32)
+                    ex = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
+                          "file": tf.train.Feature(int64_list=tf.train.Int64List(value=[f])),
+                          label: tf.train.Feature(int64_list=tf.train.Int64List(
+                              value=[int(rng.random() < (0.3 if label == "w" else 0.5))]))}
+                    writer.write(tf.train.Example(
+                        features=tf.train.Features(feature=ex)).SerializeToString())
+
+
+def _run_tfrecords(strategy, root, files=4, rows_per_file=48, global_batch=32, steps=6):
+    """``model.fit`` on file-sharded TFRecord logs: each input pipeline reads its own files.
+
+    Returns the files each pipeline read (from the ``file`` feature of the rows it
+    drew), the pipelines' ids, the final weights and the epochs run.
+    """
+    seen = {}
+
+    def make(ctx):
+        spec = {"x": tf.io.FixedLenFeature([DIM], tf.float32),
+                "file": tf.io.FixedLenFeature([], tf.int64)}
+        share = files // ctx.num_input_pipelines * rows_per_file
+        pu = adp.data.read_tfrecords(os.path.join(root, "pu-*.tfrecord"),
+                                     {**spec, "w": tf.io.FixedLenFeature([], tf.int64)},
+                                     labels="w", rows=share, input_context=ctx)
+        ex = adp.data.read_tfrecords(os.path.join(root, "exposure-*.tfrecord"),
+                                     {**spec, "e": tf.io.FixedLenFeature([], tf.int64)},
+                                     labels="e", rows=share, input_context=ctx)
+        seen["pipeline"] = (ctx.input_pipeline_id, ctx.num_input_pipelines)
+        seen["files"] = sorted({int(x["file"]) for x, _ in pu} | {int(x["file"]) for x, _ in ex})
+        ds = adp.data.pue_dataset(pu, None, ex, None, seed=0,
+                                  batch_size=ctx.get_per_replica_batch_size(global_batch))
+        return ds.map(lambda x, y: ({"x": x["x"]}, y)).repeat()
+
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        inp = keras.Input((DIM,), name="x")
+        net = keras.Model({"x": inp}, keras.layers.Dense(1)(inp))
+        model = adp.DebiasedModel(net)
+        model.compile(keras.optimizers.SGD(0.1), loss=adp.ADPUELoss(from_logits=True))
+    data = strategy.distribute_datasets_from_function(make)
+    hist = model.fit(data, epochs=2, steps_per_epoch=steps // 2, verbose=0,
+                     callbacks=[adp.RefreshDagger(every_n_epochs=1)])
+    return {"pipeline": list(seen["pipeline"]), "files": seen["files"],
+            "weights": [np.array(w).tolist() for w in net.get_weights()],
+            "epochs": len(hist.history["loss"]), "refreshes": model.refreshes,
+            "loss": [float(v) for v in hist.history["loss"]]}
+
+
 def _replica_view(name, strategy):
     """What each replica receives of the first global batch (for the non-vacuity check)."""
     make_ds = CASES[name][1]
@@ -284,6 +340,8 @@ def main(argv=None) -> None:
                         help="MultiWorkerMirroredStrategy worker index (TF_CONFIG set)")
     parser.add_argument("--cases", default=None, help="comma-separated subset of cases")
     parser.add_argument("--backup", default=None, help="BackupAndRestore directory (workers)")
+    parser.add_argument("--tfrecords", default=None,
+                        help="directory of TFRecord logs for the file-sharded case (workers)")
     opts = parser.parse_args(argv)
     names = opts.cases.split(",") if opts.cases else list(CASES)
     # Both must happen before any TensorFlow op runs.
@@ -306,6 +364,8 @@ def main(argv=None) -> None:
         report["cases"][name] = case
     if opts.worker is not None:
         report["worker"] = opts.worker
+        if opts.tfrecords:
+            report["tfrecords"] = _run_tfrecords(strategy, opts.tfrecords)
     with open(opts.out, "w") as f:
         json.dump(report, f)
 

@@ -76,6 +76,14 @@ def _wait_all(jobs):
     return results
 
 
+def _write_logs(root):
+    """TFRecord shards for the file-sharded case, written in a subprocess (TF starts there)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import dist_step; "
+            "dist_step.write_tfrecords(sys.argv[2])")
+    subprocess.run([sys.executable, "-c", code, str(HELPER.parent), root], check=True,
+                   env=_env(), cwd=ROOT, capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     """Start the MirroredStrategy run and the two MWMS workers; wait for all."""
@@ -90,6 +98,9 @@ def reports(tmp_path_factory):
         proc.stderr_file = err
         return proc, out
 
+    logs = tmp / "logs"
+    logs.mkdir()
+    _write_logs(str(logs))
     jobs = {"mirrored": start("mirrored", [], _env())}
     cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
     for i in range(2):
@@ -98,7 +109,8 @@ def reports(tmp_path_factory):
                                                   ",".join(MWMS_CASES),
                                                   # Keras 3's BackupAndRestore writes one
                                                   # file: one directory per worker
-                                                  "--backup", str(tmp / f"backup{i}")],
+                                                  "--backup", str(tmp / f"backup{i}"),
+                                                  "--tfrecords", str(logs)],
                                    _env(TF_CONFIG=tf_config))
     return _wait_all(jobs)
 
@@ -220,3 +232,21 @@ def test_refreshes_happen_on_every_worker(reports, mirrored):
         # one refresh by hand before fit (dist_step._debiased), then one per epoch
         assert case["refreshes"] == 1 + 3 == mirrored["pue_rounds"]["single"]["refreshes"]
         assert case["dagger_mode"] == 2
+
+
+def test_file_sharded_tfrecords_fit_on_two_workers(reports):
+    """Each worker reads its own TFRecord files; training stays in sync across workers."""
+    runs = []
+    for i in range(2):
+        report, err = reports[f"worker{i}"]
+        assert err is None, f"worker {i}: {err}"
+        runs.append(report["tfrecords"])
+    assert sorted(tuple(r["pipeline"]) for r in runs) == [(0, 2), (1, 2)]
+    files = [set(r["files"]) for r in runs]
+    assert files[0] and files[1] and not files[0] & files[1]  # disjoint shards
+    assert files[0] | files[1] == {0, 1, 2, 3}
+    assert runs[0]["weights"] == runs[1]["weights"]  # identical after training
+    assert runs[0]["epochs"] == runs[1]["epochs"] == 2
+    assert runs[0]["refreshes"] == runs[1]["refreshes"] == 2
+    assert runs[0]["loss"] == runs[1]["loss"]  # fit averages the workers' logs
+    assert np.abs(np.asarray(runs[0]["weights"][0])).max() > 0  # it trained
