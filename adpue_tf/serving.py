@@ -414,7 +414,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
 
     def outputs(out: Any) -> dict[str, tf.Tensor]:
         _check_output(out)
-        out = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
+        out = tf.cast(out, tf.float32)  # no op when already float32
+        if out.shape.rank != 2:  # (batch,) -> (batch, 1); no op for the usual (batch, 1)
+            out = tf.reshape(out, (-1, 1))
         if logits_out:
             return {"probability": tf.sigmoid(out), "logit": out}
         p = tf.clip_by_value(out, _EPS, 1.0 - _EPS)
