@@ -19,7 +19,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
     from adpue_tf import data, labels, losses, metrics, risks, synthetic
-    from adpue_tf.callbacks import RefreshDagger
+    from adpue_tf.callbacks import BestRound, RefreshDagger
     from adpue_tf.distributed import MultiWorkerModel
     from adpue_tf.labels import Source, pack_labels
     from adpue_tf.losses import (
@@ -51,6 +51,7 @@ __all__ = [
     "ADPUELoss",
     "ADSLoss",
     "ADSSLoss",
+    "BestRound",
     "DebiasedLoss",
     "DebiasedModel",
     "DoubleADSSLoss",
@@ -95,6 +96,7 @@ _NAMES: dict[str, str] = {
     "DebiasedModel": "model",
     "MultiWorkerModel": "distributed",
     "RefreshDagger": "callbacks",
+    "BestRound": "callbacks",
     "RiskTerms": "risks",
     "Source": "labels",
     "pack_labels": "labels",

@@ -1,4 +1,4 @@
-"""RefreshDagger: the refresh of the ``f†`` snapshot in alternate learning.
+"""RefreshDagger: the refresh of the ``f†`` snapshot in alternate learning; BestRound: choosing ``T``.
 
 Example:
     >>> import adpue_tf as adp
@@ -8,13 +8,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import keras
 
 from adpue_tf._checks import check_int
 
-__all__ = ["RefreshDagger"]
+__all__ = ["BestRound", "RefreshDagger"]
 
 
 def _check_every(name: str, value: Any) -> int | None:
@@ -134,4 +135,158 @@ class RefreshDagger(keras.callbacks.Callback):
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "RefreshDagger":
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="adpue_tf")
+class BestRound(keras.callbacks.Callback):
+    """Keep the round of alternate learning with the best validation score.
+
+    As ``EarlyStopping(restore_best_weights=True)`` does for epochs, but for
+    the rounds of :class:`RefreshDagger`: the number of rounds ``T`` acts as a
+    regulariser (many rounds drift to the direct fixed point, which can
+    over-predict positives), so choose it by an observable, proper score such
+    as ``val_exposure_nll`` (:class:`adpue_tf.validation.ExposureLikelihood` on
+    data from :func:`adpue_tf.validation.pue_validation_data`).
+
+    A candidate is the model at the end of a round: after an epoch in which
+    the snapshot was refreshed, its score is that epoch's ``monitor`` value
+    (the validation of the net that has just become ``f†_T``). Epochs inside a
+    round, and a last epoch that ends no round, are not candidates (with
+    ``RefreshDagger(every_n_steps=...)`` a candidate is every epoch in which
+    a refresh happened, scored at the epoch's end). The state is read after
+    the epoch's refresh, whatever the order of ``BestRound`` and
+    ``RefreshDagger`` in ``callbacks``; put ``BestRound`` after
+    ``RefreshDagger`` so that ``patience`` stops at once (else one more step
+    runs before the stop).
+    When training ends, all the weights of the ``DebiasedModel`` (net,
+    snapshot, round counter) are set back to the best round's, in memory;
+    :attr:`best_round` is the chosen ``T``.
+
+    Args:
+        monitor: the logged value to compare, e.g. ``"val_exposure_nll"``.
+        mode: ``"min"`` (lower is better) or ``"max"``.
+        patience: stop training after this many rounds without improvement
+            (None: never stop early).
+        restore_best: set the weights back to the best round at the end.
+
+    Attributes:
+        best_round: the number of refreshes ``T`` of the best round (None
+            before any round ended).
+        best_score: its ``monitor`` value.
+        best_epoch: the 0-based index of the epoch that ended it.
+        rounds: ``[(T, score), ...]`` for every round that ended.
+
+    Raises:
+        TypeError: on a non-string ``monitor``, a non-int ``patience`` or a
+            non-bool ``restore_best``; when the model is not a ``DebiasedModel``.
+        ValueError: on an unknown ``mode`` or ``patience < 1``; at the end of
+            a round, when the logs lack ``monitor`` (their keys are listed)
+            or it is not finite.
+
+    Example:
+        >>> import numpy as np, adpue_tf as adp
+        >>> from adpue_tf.callbacks import BestRound
+        >>> s = adp.synthetic.synthetic_pue(400, 400, seed=0)
+        >>> import keras
+        >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model = adp.DebiasedModel(net, initial_dagger=0.5)
+        >>> model.compile("adam", loss=adp.ADPUELoss(from_logits=True),
+        ...               metrics=[adp.validation.ExposureLikelihood(from_logits=True)])
+        >>> val = adp.validation.pue_validation_data(s.x_pu, s.w_pu, s.x_e, s.e_e)
+        >>> train = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=200, seed=0)
+        >>> best = BestRound(monitor="val_exposure_nll")
+        >>> _ = model.fit(train, validation_data=val, epochs=3, verbose=0,
+        ...               callbacks=[adp.RefreshDagger(), best])
+        >>> best.best_round == model.refreshes, len(best.rounds)
+        (True, 3)
+    """
+
+    def __init__(self, monitor: str = "val_exposure_nll", mode: str = "min",
+                 patience: int | None = None, restore_best: bool = True) -> None:
+        super().__init__()
+        if not isinstance(monitor, str) or not monitor:
+            raise TypeError(f"`monitor` must be the name of a logged value, got {monitor!r}.")
+        if mode not in ("min", "max"):
+            raise ValueError(f"`mode` must be 'min' or 'max', got {mode!r}.")
+        if not isinstance(restore_best, bool):
+            raise TypeError(f"`restore_best` must be a bool, got {restore_best!r}.")
+        self.monitor = monitor
+        self.mode = mode
+        self.patience = None if patience is None else check_int("patience", patience, 1)
+        self.restore_best = restore_best
+        self._reset()
+
+    def _reset(self) -> None:
+        self.best_round: int | None = None
+        self.best_score: float | None = None
+        self.best_epoch: int | None = None
+        self.rounds: list[tuple[int, float]] = []
+        self._best_weights: list[Any] | None = None
+        self._pending: tuple[int, float | None, dict] | None = None
+        self._refreshes_at_begin = 0
+        self._since_best = 0
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        from adpue_tf.model import DebiasedModel
+
+        if not isinstance(self.model, DebiasedModel):
+            raise TypeError(
+                "BestRound needs an adpue_tf.DebiasedModel trained with RefreshDagger, got "
+                f"{type(self.model).__name__}.")
+        self._reset()
+        self._refreshes_at_begin = self.model.refreshes
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._settle()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        logs = dict(logs or {})
+        self._pending = (epoch, logs.get(self.monitor), logs)
+        if self.model.refreshes > self._refreshes_at_begin:
+            self._settle()  # RefreshDagger came first: judge now (patience stops at once)
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        self._settle()
+        if self.restore_best and self._best_weights is not None:
+            self.model.set_weights(self._best_weights)
+
+    def _better(self, score: float) -> bool:
+        if self.best_score is None:
+            return True
+        return score < self.best_score if self.mode == "min" else score > self.best_score
+
+    def _settle(self) -> None:
+        """Judge the last finished epoch, once every callback is done with it."""
+        refreshes = self.model.refreshes
+        pending, self._pending = self._pending, None
+        ended_round = refreshes > self._refreshes_at_begin
+        self._refreshes_at_begin = refreshes
+        if pending is None or not ended_round:
+            return
+        epoch, score, logs = pending
+        if score is None:
+            raise ValueError(
+                f"BestRound monitors {self.monitor!r}, which the logs of epoch {epoch} lack "
+                f"(they hold {sorted(logs)}). Pass `validation_data` (for val_exposure_nll: "
+                "adp.validation.pue_validation_data) and compile with the metric.")
+        score = float(score)
+        if not math.isfinite(score):
+            raise ValueError(f"BestRound: {self.monitor!r} is {score} after round {refreshes}.")
+        self.rounds.append((refreshes, score))
+        if self._better(score):
+            self.best_round, self.best_score, self.best_epoch = refreshes, score, epoch
+            self._best_weights = [w.copy() for w in self.model.get_weights()]
+            self._since_best = 0
+            return
+        self._since_best += 1
+        if self.patience is not None and self._since_best >= self.patience:
+            self.model.stop_training = True
+
+    def get_config(self) -> dict[str, Any]:
+        return {"monitor": self.monitor, "mode": self.mode, "patience": self.patience,
+                "restore_best": self.restore_best}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "BestRound":
         return cls(**config)

@@ -1,4 +1,5 @@
-"""validation + exposure: numerics against NumPy, propriety on known truth, metrics, round trips.
+"""validation + exposure + BestRound: numerics against NumPy, propriety on known truth, metrics,
+round selection, round trips.
 
 Measured on ``synthetic_pue(20_000, 20_000, seed=0)`` (defaults: p = σ(2x1 - x2),
 θ = σ(-1.5x1 + 2x2)), candidates ``k·z* + s`` with ``z*`` the true logit, θ̂ and
@@ -35,6 +36,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import exposure, labels, risks, synthetic, validation
+from adpue_tf.callbacks import BestRound
 
 from reference import l0, l1, sig, value
 from serialization import assert_round_trip
@@ -395,3 +397,89 @@ def test_metric_bad_labels_eager_and_graph():
         m.update_state(np.zeros((2, 5), "float32"), np.zeros((2, 1)))
     with pytest.raises(ValueError, match="does not use f"):
         validation.ReferenceRisk(adp.LogitLoss())
+
+
+# -- round selection (BestRound) -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def rounds_data():
+    s = synthetic.synthetic_pue(600, 600, seed=5)
+    v = synthetic.synthetic_pue(600, 600, seed=6)
+    theta = exposure.fit_exposure_model(v.x_e, v.e_e)
+    val = validation.pue_validation_data(v.x_pu, v.w_pu, v.x_e, v.e_e, exposure_model=theta,
+                                         reference=_const_prob(2, 0.5), batch_size=1200)
+    return s, v, theta, val
+
+
+def _alternate(s, val, callbacks, epochs=5):
+    keras.utils.set_random_seed(0)
+    train = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=300, seed=0)
+    model = adp.DebiasedModel(_linear([0.0, 0.0], 0.0), initial_dagger=float(np.mean(s.w_pu)))
+    model.compile(optimizer=keras.optimizers.Adam(0.1), loss=adp.ADPUELoss(from_logits=True),
+                  metrics=[validation.ExposureLikelihood(from_logits=True)])
+    hist = model.fit(train, validation_data=val, epochs=epochs, verbose=0, callbacks=callbacks)
+    return model, hist.history["val_exposure_nll"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_best_round_keeps_the_best_round(rounds_data, mode):
+    s, v, theta, val = rounds_data
+    best = BestRound(monitor="val_exposure_nll", mode=mode)
+    model, scores = _alternate(s, val, [adp.RefreshDagger(every_n_epochs=1), best])
+    assert best.rounds == [(t + 1, scores[t]) for t in range(5)]
+    pick = int(np.argmin(scores) if mode == "min" else np.argmax(scores))
+    assert (best.best_round, best.best_epoch, best.best_score) == (pick + 1, pick, scores[pick])
+    assert model.refreshes == pick + 1  # the round counter is restored with the weights
+    # the restored net scores what its round scored (an independent recomputation)
+    again = adp.validation_score(model, v.x_pu, v.w_pu, v.x_e, v.e_e, exposure_model=theta)
+    np.testing.assert_allclose(again, scores[pick], rtol=1e-5)
+    np.testing.assert_allclose(model.snapshot.get_weights()[0], model.net.get_weights()[0])
+    if mode == "max":
+        assert pick != 4  # measured: the scores fall, so the restored round is not the last
+
+
+@pytest.mark.slow
+def test_best_round_order_period_and_no_restore(rounds_data):
+    s, _, _, val = rounds_data
+    after = BestRound()
+    _, scores = _alternate(s, val, [adp.RefreshDagger(every_n_epochs=1), after])
+    before = BestRound()  # listed first: judged once the refresh is done
+    _, scores_b = _alternate(s, val, [before, adp.RefreshDagger(every_n_epochs=1)])
+    np.testing.assert_allclose(scores_b, scores, rtol=1e-6)
+    assert [r for r, _ in before.rounds] == [1, 2, 3, 4, 5]
+    np.testing.assert_allclose([x for _, x in before.rounds], scores, rtol=1e-6)
+    # a round every two epochs: only epochs 2 and 4 end one; epoch 5 is inside round 3
+    every2 = BestRound(restore_best=False)
+    model, scores2 = _alternate(s, val, [adp.RefreshDagger(every_n_epochs=2), every2])
+    assert every2.rounds == [(1, scores2[1]), (2, scores2[3])]
+    assert model.refreshes == 2  # not restored: the last state is kept
+
+
+@pytest.mark.slow
+def test_best_round_patience_stops(rounds_data):
+    s, _, _, val = rounds_data
+    best = BestRound(mode="max", patience=1)  # scores fall: round 2 is no better than round 1
+    model, scores = _alternate(s, val, [adp.RefreshDagger(), best], epochs=6)
+    assert len(scores) == 2 and best.rounds == [(1, scores[0]), (2, scores[1])]
+    assert best.best_round == 1 and model.refreshes == 1
+
+
+def test_best_round_config():
+    cfg = BestRound(monitor="val_ref_risk", mode="min", patience=3).get_config()
+    assert cfg == {"monitor": "val_ref_risk", "mode": "min", "patience": 3, "restore_best": True}
+    assert BestRound.from_config(json.loads(json.dumps(cfg))).get_config() == cfg
+    blob = keras.saving.serialize_keras_object(BestRound())
+    assert blob["registered_name"] == "adpue_tf>BestRound"
+    assert adp.BestRound is BestRound
+
+
+@pytest.mark.slow
+def test_best_round_errors(rounds_data):
+    s, _, _, val = rounds_data
+    with pytest.raises(ValueError, match=r"monitors 'val_nope'.*they hold \[.*'val_exposure_nll'"):
+        _alternate(s, val, [adp.RefreshDagger(), BestRound(monitor="val_nope")], epochs=1)
+    plain = _linear([0.0, 0.0], 0.0)
+    plain.compile(loss=adp.ADPUELoss(from_logits=True))
+    ds = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=300, seed=0)
+    with pytest.raises(TypeError, match="BestRound needs an adpue_tf.DebiasedModel"):
+        plain.fit(ds, epochs=1, verbose=0, callbacks=[BestRound()])
