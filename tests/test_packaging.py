@@ -189,6 +189,22 @@ def _mkdocs(project: Path, site: Path) -> subprocess.CompletedProcess:
                 cwd=project)
 
 
+def test_every_public_module_has_an_api_page():
+    """A new public module of the core gets its page (the experiments page renders the wing)."""
+    rendered = set(re.findall(r"^::: ([\w.]+)", "\n".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.md")),
+        re.MULTILINE))
+    package = ROOT / "adpue_tf"
+    public = {f"adpue_tf.{p.stem}" for p in package.glob("*.py")
+              if not p.name.startswith("_") and p.name != "cli.py"}
+    public |= {f"adpue_tf.{p.parent.name}" for p in package.glob("*/__init__.py")}
+    missing = {m for m in public if not any(r == m or r.startswith(m + ".") for r in rendered)}
+    assert missing == set(), f"add a page under docs/api/ and to mkdocs.yml's nav: {missing}"
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = {p.name for p in (ROOT / "docs" / "api").glob("*.md")}
+    assert {p for p in pages if f"api/{p}" not in nav} == set()
+
+
 @pytest.mark.slow
 def test_docs_build_strict(tmp_path):
     """The API reference renders from the docstrings with no warning at all."""
