@@ -5,7 +5,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 ifeq ($(filter 3.10 3.11 3.12 3.13,$(PY_VERSION)),)
-$(error PYTHON=$(PYTHON) is not a supported Python (3.10-3.13 with TensorFlow 2.21): got '$(PY_VERSION)')
+$(error PYTHON=$(PYTHON) does not run, or is not a Python that TensorFlow 2.21 supports (3.10-3.13): version "$(PY_VERSION)")
 endif
 VENV ?= $(if $(filter 3.11,$(PY_VERSION)),.venv,.venv-$(PY_VERSION))
 BIN := $(VENV)/bin
