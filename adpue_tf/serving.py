@@ -27,12 +27,13 @@ import tempfile
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from adpue_tf.model import DebiasedModel
 
 __all__ = ["EXAMPLES_INPUT", "EXAMPLES_SIGNATURE", "INPUT_NAME", "SIGNATURE_NAME",
-           "export_for_serving", "example_spec", "serving_path"]
+           "WARMUP_FILE", "export_for_serving", "example_spec", "serving_path"]
 
 #: Name of the exported signature (the one TF Serving uses by default).
 SIGNATURE_NAME = "serving_default"
@@ -42,6 +43,8 @@ INPUT_NAME = "features"
 EXAMPLES_SIGNATURE = "examples"
 #: ... in its one input of this name (``tf.string``, shape ``[None]``).
 EXAMPLES_INPUT = "examples"
+#: Where TF Serving looks for warm-up requests inside a version directory.
+WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 #: Signature keys TF accepts (they become op names).
 _KEY = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*")
 #: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking log-odds
@@ -274,6 +277,79 @@ def _lookup_layers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
     return found
 
 
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2)."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _prediction_log(model_name: str, signature: str, tensors: dict[str, Any]) -> bytes:
+    """A serialized ``tensorflow.serving.PredictionLog`` holding one ``PredictRequest``.
+
+    Field numbers of tensorflow_serving/apis: PredictionLog.predict_log = 6,
+    PredictLog.request = 1, PredictRequest.model_spec = 1 and inputs = 2 (a map:
+    key = 1, value = 2), ModelSpec.name = 1 and signature_name = 3. Written by
+    hand so that exporting needs no ``tensorflow-serving-api``.
+    """
+    spec = _field(1, model_name.encode()) + _field(3, signature.encode())
+    inputs = b"".join(
+        _field(2, _field(1, key.encode()) + _field(2, tf.make_tensor_proto(value)
+                                                   .SerializeToString()))
+        for key, value in tensors.items())
+    return _field(6, _field(1, _field(1, spec) + inputs))
+
+
+def _warmup_records(rows: Any, specs: dict[str, tf.TensorSpec], *, model_name: str,
+                    examples: bool) -> list[bytes]:
+    """The warm-up requests for ``rows``, checked against the serving inputs."""
+    if len(specs) == 1 and INPUT_NAME in specs and not isinstance(rows, dict):
+        rows = {INPUT_NAME: rows}
+    if not isinstance(rows, dict) or set(rows) != set(specs):
+        got = sorted(rows) if isinstance(rows, dict) else type(rows).__name__
+        raise ValueError(f"`warmup_rows` must hold the serving inputs {sorted(specs)}, "
+                         f"got {got}.")
+    tensors, counts = {}, set()
+    for key, spec in specs.items():
+        try:
+            value = tf.constant(rows[key], dtype=spec.dtype)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"`warmup_rows[{key!r}]` cannot be {spec.dtype.name}: {err}") from None
+        if not spec.shape.is_compatible_with(value.shape) or value.shape[0] == 0:
+            raise ValueError(f"`warmup_rows[{key!r}]` has shape {tuple(value.shape)}; expected "
+                             f"{tuple(spec.shape)} with at least one row.")
+        if spec.dtype.is_floating and not bool(tf.reduce_all(tf.math.is_finite(value))):
+            raise ValueError(f"`warmup_rows[{key!r}]` holds NaN or infinite values.")
+        tensors[key] = value.numpy()
+        counts.add(int(value.shape[0]))
+    if len(counts) != 1:
+        raise ValueError(f"`warmup_rows` features have different row counts {sorted(counts)}.")
+    records = [_prediction_log(model_name, SIGNATURE_NAME, tensors)]
+    if examples:
+        serialized = []
+        for i in range(counts.pop()):
+            feature = {}
+            for key, value in tensors.items():
+                flat = value[i].reshape(-1).tolist()
+                if specs[key].dtype == tf.string:
+                    feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(value=flat))
+                elif specs[key].dtype.is_floating:
+                    feature[key] = tf.train.Feature(float_list=tf.train.FloatList(value=flat))
+                else:
+                    feature[key] = tf.train.Feature(
+                        int64_list=tf.train.Int64List(value=[int(v) for v in flat]))
+            serialized.append(tf.train.Example(
+                features=tf.train.Features(feature=feature)).SerializeToString())
+        records.append(_prediction_log(model_name, EXAMPLES_SIGNATURE,
+                                       {EXAMPLES_INPUT: np.array(serialized, dtype=object)}))
+    return records
+
+
 def _check_output(out: Any) -> None:
     """Raise ValueError unless ``out`` is one tensor of shape ``(batch,)`` or ``(batch, 1)``."""
     if isinstance(out, (list, tuple, dict)) or len(tf.nest.flatten(out)) != 1:
@@ -302,7 +378,8 @@ def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
 
 
 def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
-                       from_logits: bool | None = None, overwrite: bool = False) -> str:
+                       from_logits: bool | None = None, overwrite: bool = False,
+                       warmup_rows: Any = None) -> str:
     """Write ``model`` as a SavedModel whose ``serving_default`` returns probabilities.
 
     The signature ``serving_default`` (method ``tensorflow/serving/predict``)
@@ -368,6 +445,13 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
         from_logits: whether the model outputs logits. Default: the
             ``from_logits`` attribute of the compiled loss.
         overwrite: replace ``path`` if it holds a SavedModel.
+        warmup_rows: a few example rows (an array ``(n, *feature_shape)``, or
+            for a feature-dict model a dict of arrays with ``n`` rows each) to
+            write as TF Serving warm-up requests in
+            ``assets.extra/tf_serving_warmup_requests``: one ``PredictRequest``
+            per signature (for ``examples``, the rows as serialized
+            ``tf.Example``), which TF Serving replays when it loads the version,
+            so the first real request is not slow. Default: none.
 
     Returns:
         ``path`` as a normalised string (no trailing separator).
@@ -457,12 +541,22 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
                 input_signature=[tf.TensorSpec((None,), tf.string, name=EXAMPLES_INPUT)])]
     for endpoint in endpoints:
         endpoint.get_concrete_function()  # trace now: output checks before touching the disk
+    warmup = None if warmup_rows is None else _warmup_records(
+        warmup_rows, specs if specs is not None else
+        {INPUT_NAME: tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)},
+        model_name=os.path.basename(os.path.dirname(os.path.abspath(path))),
+        examples=specs is not None)
 
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
         archive.write_out(tmp, verbose=False)
+        if warmup is not None:
+            os.makedirs(os.path.join(tmp, WARMUP_FILE.split("/")[0]))
+            with tf.io.TFRecordWriter(os.path.join(tmp, *WARMUP_FILE.split("/"))) as writer:
+                for record in warmup:
+                    writer.write(record)
         _check_target(path, overwrite)  # again: something may have appeared meanwhile
         _swap_in(tmp, path)
     finally:

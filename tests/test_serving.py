@@ -733,3 +733,89 @@ def test_feature_dict_wrong_shape_names_the_feature(tmp_path):
     empty = tf.train.Example().SerializeToString()
     with pytest.raises(tf.errors.InvalidArgumentError, match="is required but could not be found"):
         examples(examples=tf.constant([empty]))
+
+
+# -- TF Serving warm-up requests ------------------------------------------------
+
+def _prediction_log_class():
+    """PredictionLog -> PredictLog -> PredictRequest -> ModelSpec, declared here from the
+    field numbers of tensorflow_serving/apis/*.proto (the TensorProto values kept as bytes),
+    and parsed by protobuf itself: a check independent of the exporter's encoder."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    f = descriptor_pb2.FileDescriptorProto(name="warmup_test.proto", package="t",
+                                           syntax="proto3")
+    T = descriptor_pb2.FieldDescriptorProto
+
+    def message(name, fields, nested=()):
+        m = f.message_type.add(name=name) if not nested else nested[0].nested_type.add(name=name)
+        for fname, number, ftype, type_name, label in fields:
+            m.field.add(name=fname, number=number, type=ftype, type_name=type_name,
+                        label=label)
+        return m
+
+    opt, rep = T.LABEL_OPTIONAL, T.LABEL_REPEATED
+    message("ModelSpec", [("name", 1, T.TYPE_STRING, None, opt),
+                          ("signature_name", 3, T.TYPE_STRING, None, opt)])
+    req = message("PredictRequest", [("model_spec", 1, T.TYPE_MESSAGE, ".t.ModelSpec", opt),
+                                     ("inputs", 2, T.TYPE_MESSAGE,
+                                      ".t.PredictRequest.InputsEntry", rep)])
+    entry = req.nested_type.add(name="InputsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=T.TYPE_STRING, label=opt)
+    entry.field.add(name="value", number=2, type=T.TYPE_BYTES, label=opt)
+    message("PredictLog", [("request", 1, T.TYPE_MESSAGE, ".t.PredictRequest", opt)])
+    message("PredictionLog", [("predict_log", 6, T.TYPE_MESSAGE, ".t.PredictLog", opt)])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("t.PredictionLog"))
+
+
+def _replay(path):
+    """Each warm-up request of the export at ``path``: (model, signature, kwargs)."""
+    log_class = _prediction_log_class()
+    tensor_class = type(tf.make_tensor_proto(0.0))
+    out = []
+    for record in tf.data.TFRecordDataset(os.path.join(path, "assets.extra",
+                                                       "tf_serving_warmup_requests")):
+        req = log_class.FromString(record.numpy()).predict_log.request
+        kwargs = {k: tf.constant(tf.make_ndarray(tensor_class.FromString(v)))
+                  for k, v in req.inputs.items()}
+        out.append((req.model_spec.name, req.model_spec.signature_name, kwargs))
+    return out
+
+
+def test_warmup_requests_replay_like_tf_serving(tmp_path):
+    rows = _ads_rows(3, seed=5)
+    net = _ads_net(0)
+    path = export_for_serving(net, serving_path(tmp_path, "ranker", 1), from_logits=True,
+                              warmup_rows=rows)
+    requests = _replay(path)
+    assert [(m, s) for m, s, _ in requests] == [("ranker", "serving_default"),
+                                                ("ranker", "examples")]
+    loaded = tf.saved_model.load(path)
+    want = net.predict({k: tf.constant(v) for k, v in rows.items()}, verbose=0)
+    for _, signature, kwargs in requests:
+        got = loaded.signatures[signature](**kwargs)["logit"].numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    assert sorted(requests[0][2]) == sorted(rows)
+    assert requests[1][2]["examples"].shape == (3,)
+
+    dense = export_for_serving(_tiny(), tmp_path / "dense" / "2",
+                               warmup_rows=np.ones((2, DIM), np.float32))
+    ((model_name, signature, kwargs),) = _replay(dense)
+    assert (model_name, signature, list(kwargs)) == ("dense", "serving_default", ["features"])
+    assert kwargs["features"].dtype == tf.float32 and kwargs["features"].shape == (2, DIM)
+
+
+@pytest.mark.parametrize("rows, match", [
+    (np.ones((2, DIM + 1)), r"`warmup_rows\['features'\]` has shape \(2, 4\)"),
+    (np.ones((0, DIM)), "with at least one row"),
+    (np.full((1, DIM), np.nan), "NaN or infinite"),
+    ({"x": np.ones((1, DIM))}, r"must hold the serving inputs \['features'\]"),
+    (np.array([["a", "b", "c"]]), r"`warmup_rows\['features'\]` cannot be float32"),
+])
+def test_bad_warmup_rows_are_refused_before_writing(tmp_path, rows, match):
+    with pytest.raises(ValueError, match=match):
+        export_for_serving(_tiny(), tmp_path / "m", warmup_rows=rows)
+    assert not (tmp_path / "m").exists()
