@@ -298,7 +298,10 @@ class SAREM(_OneTrial):
         self.refit_classifier = refit_classifier
 
     def _lr(self, x: np.ndarray, y: np.ndarray, v: np.ndarray) -> Any:
-        from sklearn.linear_model import LogisticRegression
+        try:
+            from sklearn.linear_model import LogisticRegression
+        except ImportError as err:
+            raise ImportError('SAR-EM needs scikit-learn: pip install "adpue_tf[bench]"') from err
 
         return LogisticRegression(C=self.C, solver="liblinear", max_iter=100, tol=1e-4).fit(
             x, y.astype(np.int64), sample_weight=v)

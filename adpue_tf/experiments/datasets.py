@@ -523,7 +523,7 @@ def load_tfds(name: str, *, flatten: bool | None = None, split: str = "train+tes
         import tensorflow_datasets as tfds
     except ImportError as err:
         raise ImportError(f"Loading {name!r} needs tensorflow-datasets: "
-                          "pip install tensorflow-datasets") from err
+                          'pip install "adpue_tf[data]"') from err
     ds = tfds.load(name, split=split, as_supervised=True, data_dir=tfds_data_dir,
                    download=download)
     # Not batch_size=-1: it batches by the split size from metadata, which mocks lack.

@@ -408,7 +408,7 @@ def test_tfds_mock(name, shape, flat, positive):
 
 def test_tfds_missing_package(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "tensorflow_datasets", None)
-    with pytest.raises(ImportError, match="pip install tensorflow-datasets"):
+    with pytest.raises(ImportError, match=r'pip install "adpue_tf\[data\]"'):
         D.load_tfds("mnist")
 
 
