@@ -245,7 +245,7 @@ def _count_risk_calls(loss):
     return calls
 
 
-@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_plain_model_computes_the_risk_once_per_step(jit):
     x, y = _pue_data()
     calls = {}
@@ -256,8 +256,8 @@ def test_plain_model_computes_the_risk_once_per_step(jit):
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
         model.compile("adam", loss=loss, jit_compile=jit,
                       metrics=metrics.risk_metrics(loss) if with_metrics else None)
-        model.fit(x, y, batch_size=40, epochs=2, verbose=0, shuffle=False)
-        model.evaluate(x, y, batch_size=40, verbose=0)
+        model.fit(x, y, batch_size=120, epochs=1, verbose=0, shuffle=False)
+        model.evaluate(x, y, batch_size=len(y), verbose=0)
     assert len(calls[True]) == len(calls[False]) > 0  # one per traced step, metrics or not
     assert len(model.metrics_variables) == 3  # loss total and count, one risk total
 
