@@ -85,11 +85,11 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
     @tf.custom_gradient
     def guard(x: Any) -> Any:
         def grad(dy: Any) -> Any:
-            output = (f"`{name}` (the model output) holds NaN, infinite or exploded values "
+            output = (f"{name} (the model output) holds NaN, infinite or exploded values "
                       f"(beyond ±{bound:g}), so training stops before the weights are "
                       "updated. Look for NaN, inf or huge values in the features, or a "
                       "diverging model;")
-            gradient = (f"the gradient of the loss with respect to `{name}` is not finite, "
+            gradient = (f"the gradient of the loss with respect to {name} is not finite, "
                         "so training stops before the weights are updated.")
             if tf.executing_eagerly() and hasattr(x, "numpy"):
                 arr = x.numpy()
@@ -111,7 +111,7 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
 
 def _check_probabilities(z: Any, name: str) -> Any:
     """Refuse values outside ``[0, 1]`` when ``from_logits=False`` (NaN passes through)."""
-    message = (f"`{name}` holds values outside [0, 1], so it does not hold probabilities, "
+    message = (f"{name} holds values outside [0, 1], so it does not hold probabilities, "
                "but the loss has `from_logits=False`. A model that outputs logits (e.g. "
                "Dense(1) without activation) needs `from_logits=True`.")
     if tf.executing_eagerly() and hasattr(z, "numpy"):
@@ -125,7 +125,7 @@ def _check_probabilities(z: Any, name: str) -> Any:
                                     tf.reduce_min(z), tf.reduce_max(z))])
 
 
-def to_logits(y_pred: Any, from_logits: bool, name: str = "y_pred") -> Any:
+def to_logits(y_pred: Any, from_logits: bool, name: str = "`y_pred`") -> Any:
     """Model output as float32 logits of shape ``(batch,)``.
 
     Probabilities are clipped to ``[1e-7, 1 - 1e-7]`` and mapped with
@@ -143,19 +143,19 @@ def to_logits(y_pred: Any, from_logits: bool, name: str = "y_pred") -> Any:
     """
     if from_logits and _from_sigmoid(y_pred):
         raise ValueError(
-            f"`{name}` is the output of a sigmoid activation, so it holds probabilities, "
+            f"{name} is the output of a sigmoid activation, so it holds probabilities, "
             "but the loss has `from_logits=True`. Set `from_logits=False`, or drop the "
             "sigmoid so that the model outputs logits.")
     y_pred = ops.convert_to_tensor(y_pred)
     shape = tuple(y_pred.shape)
     if len(shape) == 2 and shape[1] not in (None, 1):
         raise ValueError(
-            f"`{name}` must have one output unit (shape (batch,) or (batch, 1)), "
+            f"{name} must have one output unit (shape (batch,) or (batch, 1)), "
             f"got shape {shape}."
         )
     if len(shape) not in (1, 2):
         raise ValueError(
-            f"`{name}` must have shape (batch,) or (batch, 1), got shape {shape}."
+            f"{name} must have shape (batch,) or (batch, 1), got shape {shape}."
         )
     z = _guard_output(ops.reshape(ops.cast(y_pred, "float32"), (-1,)), name,
                       MAX_LOGIT if from_logits else 1.0)

@@ -60,6 +60,11 @@ def _check_one_output(name: str, net: Any) -> None:
     if not isinstance(net, keras.Model):
         raise TypeError(f"`{name}` must be a keras.Model, got {type(net).__name__}.")
     try:
+        output = net.output  # a dict of one output has an output_shape like a tensor
+    except (AttributeError, ValueError, RuntimeError):
+        output = None
+    _check_single_tensor(name, output)
+    try:
         shape = net.output_shape
     except (AttributeError, ValueError, RuntimeError):
         return  # subclassed and not built: checked on the first batch by the loss
@@ -96,11 +101,11 @@ def _input_shapes(model: keras.Model) -> list[tuple] | None:
 
 def _check_single_tensor(name: str, out: Any) -> None:
     if isinstance(out, dict):
-        raise ValueError(f"`{name}` must return a single tensor (one logit or probability "
-                         f"per row), got a dict with keys {sorted(out)}.")
+        raise ValueError(f"`{name}` must have a single output (one tensor: a logit or "
+                         f"probability per row), got a dict with keys {sorted(out)}.")
     if isinstance(out, (list, tuple)):
-        raise ValueError(f"`{name}` must return a single tensor (one logit or probability "
-                         f"per row), got a {type(out).__name__} of {len(out)}.")
+        raise ValueError(f"`{name}` must have a single output (one tensor: a logit or "
+                         f"probability per row), got a {type(out).__name__} of {len(out)}.")
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
@@ -136,7 +141,15 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         super().__init__(**kwargs)
         _check_one_output("net", net)
         self.net = net
-        self.snapshot = keras.models.clone_model(net)
+        try:
+            self.snapshot = keras.models.clone_model(net)
+        except TypeError as err:
+            raise TypeError(
+                "DebiasedModel copies `net` for the f† snapshot with "
+                "keras.models.clone_model, which rebuilds a subclassed model from its "
+                f"get_config(); that failed for {type(net).__name__}: {err} Give its "
+                "__init__ `**kwargs` (passed to keras.Model) and a get_config() that "
+                "returns its arguments.") from err
         self.snapshot.trainable = False
         if isinstance(initial_dagger, keras.Model):
             _check_one_output("initial_dagger", initial_dagger)
@@ -276,11 +289,11 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """``f†`` for the batch, float32 ``(batch, 1)``, without gradient."""
         from_logits = self.loss.from_logits
 
-        def prob(out: Any, name: str = "the snapshot's output") -> Any:
+        def prob(out: Any, name: str = "the output of the snapshot") -> Any:
             return ops.sigmoid(to_logits(out, from_logits, name))
 
         def direct() -> Any:
-            return prob(y_pred)
+            return prob(y_pred, "`y_pred`")
 
         def initial() -> Any:
             if self.initial_model is not None:

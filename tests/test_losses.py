@@ -386,3 +386,187 @@ def test_bad_surrogate(value, err):
         adp.UPULoss(prior=0.3, surrogate=value)
     with pytest.raises(err, match="surrogate"):
         risks.nnpu(pack_pu([1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=value)
+
+
+# --- issue 10: wrong data, from_logits, non-finite values, checks in graph mode ------------
+
+import reference as ref  # noqa: E402
+from adpue_tf.labels import pack_e, pack_pu, pack_sse, pack_u  # noqa: E402
+
+def _pue(w=(1, 0), e=(1, 0)):
+    return np.concatenate([pack_pu(list(w)), pack_e(list(e))])
+
+
+WRONG_DATA = [
+    # (loss, labels, sources found in the message)
+    (adp.ADPUELoss(from_logits=True), pack_sse([1, 0, 0], [1, 1, 0]), "SSE: 3"),
+    (adp.ADSLoss(from_logits=True), _pue(), "PU: 2, E: 2"),
+    (adp.ADSSLoss(from_logits=True), _pue(), "PU: 2, E: 2"),
+    (adp.DoubleADSSLoss(from_logits=True), _pue(), "PU: 2, E: 2"),
+    (adp.ADPELoss(prior=0.3, from_logits=True), _pue(), "PU: 2, E: 2"),
+    (adp.ADPELoss(prior=0.3, from_logits=True), pack_e([1, 0]), "E: 2"),   # no P rows
+    (adp.ADPUELoss(from_logits=True), pack_pu([1, 0]), "PU: 2"),            # no E rows
+    (adp.ADFPULoss(prior=0.3, from_logits=True), np.concatenate([pack_u(2), pack_e([1, 0])]),
+     "E: 2, U: 2"),
+    (adp.NNPULoss(prior=0.3, from_logits=True), pack_sse([1, 0], [1, 1]), "SSE: 2"),
+]
+
+
+@pytest.mark.parametrize("loss,y,found", WRONG_DATA,
+                         ids=[f"{type(c[0]).__name__}-{c[2]}" for c in WRONG_DATA])
+def test_wrong_data_for_the_loss_is_refused_in_eager_and_graph_mode(loss, y, found):
+    name = type(loss).__name__
+    z = np.zeros((len(y), 1), np.float32)
+    with pytest.raises(ValueError) as info:
+        loss(y, z)
+    message = str(info.value)
+    assert message.startswith(f"{name} reads rows of source(s) ")
+    assert f"the batch holds rows of {found}." in message
+    for source in loss.reads:
+        assert source.name in message.split(";")[0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"{name} reads rows of source"):
+        tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(z))
+
+
+def test_wrong_data_stops_a_fit():
+    """ADPUELoss on sse_dataset batches used to train to loss 0.0 without a word."""
+    x = np.random.default_rng(0).normal(size=(40, 2)).astype(np.float32)
+    ds = adp.data.sse_dataset(x, [1, 0] * 20, [1, 1] * 20, batch_size=20, seed=0)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"ADPUELoss reads rows of "
+                       r"source\(s\) PU, E.*Rows per source \(PU, E, P, U, SSE\):\] \[0 0 0 0 20\]"):
+        model.fit(ds, epochs=1, verbose=0)
+
+
+def test_declared_sources_match_the_reference_and_tolerated_rows_are_left_out():
+    assert adp.ADPUELoss.reads == (adp.Source.PU, adp.Source.E)
+    assert adp.LogitLoss.ignores == (adp.Source.E,)
+    # Logit on PUE batches (the benches' baseline): E rows are left out.
+    y = _pue(w=(1, 0, 1), e=(1, 0))
+    z = np.array([[0.3], [-1.2], [2.0], [0.7], [-0.4]], np.float32)
+    np.testing.assert_allclose(float(adp.LogitLoss(from_logits=True)(y, z)),
+                               ref.value("logit", y, z)[0], rtol=1e-6)
+    # ADS on 3SE batches (the tuner's l_risk on AD3SE data): PU rows are left out.
+    y3 = np.concatenate([pack_sse([1, 0, 0], [1, 1, 0]), pack_pu([1, 0])])
+    np.testing.assert_allclose(float(adp.ADSLoss(from_logits=True)(y3, z)),
+                               ref.value("ads", y3, z)[0], rtol=1e-6)
+
+
+def test_logits_with_from_logits_false_are_refused():
+    y, z = _pue(), np.array([[2.5], [-1.0], [0.2], [0.4]], np.float32)
+    loss = adp.ADPUELoss()  # from_logits=False, the Keras default
+    with pytest.raises(ValueError, match=r"outside \[0, 1\].*from_logits=False.*Got min -1, max 2.5"):
+        loss(y, z)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="from_logits=False"):
+        tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(z))
+
+
+def test_sigmoid_output_with_from_logits_true_is_refused_in_fit():
+    x = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, activation="sigmoid")])
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    with pytest.raises(ValueError, match="sigmoid activation.*from_logits=True"):
+        model.fit(x, _pue(), verbose=0)
+    with pytest.raises(ValueError, match="sigmoid activation.*from_logits=True"):
+        model.evaluate(x, _pue(), verbose=0)
+    # the same model with from_logits=False trains
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=False))
+    assert np.isfinite(model.fit(x, _pue(), verbose=0).history["loss"][0])
+
+
+def test_infinite_logits_give_the_limit_loss_and_no_silent_step():
+    """±inf logits used to give NaN (0·inf); they now count as ±1e4 (MAX_LOGIT).
+
+    A training step on them is refused: beyond the clip they get no gradient.
+    """
+    y = _pue(w=(1, 0), e=(1, 0))
+    z = np.array([[np.inf], [-np.inf], [np.inf], [-np.inf]], np.float32)
+    var = tf.Variable(z)
+    loss = adp.ADPUELoss(from_logits=True, non_negative=False)
+    with tf.GradientTape() as tape:
+        value = loss(y, var)
+    # correct side everywhere: ℓ1(+inf) = ℓ0(-inf) = 0, and a = f†·(1-E) = σ(-inf) = 0
+    assert float(value) == 0.0
+    wrong = loss(y, -z)  # wrong side: the loss of logits ±1e4, ℓ = 1e4 per row
+    np.testing.assert_allclose(float(wrong), ref.value("nnpue", y, -np.clip(z, -1e4, 1e4),
+                                                       non_negative=False)[0], rtol=1e-6)
+    assert 1e3 < float(wrong) < 1e5
+    graph = tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(-z))
+    assert float(graph) == float(wrong)
+    with pytest.raises(ValueError, match="exploded values"):
+        tape.gradient(value, var)
+    finite = tf.Variable(np.clip(z, -1e4, 1e4))  # the bound itself still trains
+    with tf.GradientTape() as tape:
+        value = loss(y, finite)
+    assert np.all(np.isfinite(tape.gradient(value, finite).numpy()))
+
+
+def test_nan_logits_give_a_clear_error_not_a_nan_loss():
+    y = _pue()
+    z = np.array([[np.nan], [0.0], [0.0], [0.0]], np.float32)
+    loss = adp.ADPUELoss(from_logits=True)
+    with pytest.raises(ValueError, match="ADPUELoss: the loss is NaN or infinite"):
+        loss(y, z)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ADPUELoss: the loss is NaN"):
+        tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(z))
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_gradient_through_exploded_logits_is_refused(mode):
+    """A step on outputs beyond ±1e4 (huge features) would give those rows no gradient."""
+    y = _pue()
+    var = tf.Variable(np.array([[3e30], [0.0], [0.0], [0.0]], np.float32))
+    loss = adp.ADPUELoss(from_logits=True)
+
+    def grad(a):
+        with tf.GradientTape() as tape:
+            value = loss(a, var)
+        return tape.gradient(value, var)
+
+    fn = grad if mode == "eager" else tf.function(grad)
+    err = ValueError if mode == "eager" else tf.errors.InvalidArgumentError
+    with pytest.raises(err, match=r"model output\) holds NaN, infinite or exploded values"):
+        fn(tf.constant(y))
+
+
+@pytest.mark.parametrize("dagger,match", [(np.nan, "NaN"), (3.0, "dagger")])
+def test_bad_dagger_column_in_eager_and_graph_mode(dagger, match):
+    y = np.concatenate([_pue(), np.array([[0.5], [dagger], [0.5], [0.5]], np.float32)], axis=1)
+    z = np.zeros((4, 1), np.float32)
+    loss = adp.ADPUELoss(from_logits=True)
+    with pytest.raises(ValueError, match=match):
+        loss(y, z)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"column 3 \(dagger"):
+        tf.function(lambda a, b: loss(a, b))(tf.constant(y), tf.constant(z))
+
+
+@pytest.mark.parametrize("weights,eager,graph", [
+    ([1.0, -1.0, 1.0, 1.0], "non-negative", "finite and non-negative"),
+    ([-1.0] * 4, "non-negative", "finite and non-negative"),
+    ([1.0, np.nan, 1.0, 1.0], "NaN", "finite and non-negative"),
+    ([1.0, 1.0, 1.0], "has 3 values but the batch has 4 rows", "one weight per row"),
+])
+def test_bad_sample_weight_in_eager_and_graph_mode(weights, eager, graph):
+    y, z = _pue(), np.zeros((4, 1), np.float32)
+    loss = adp.ADPUELoss(from_logits=True)
+    sw = np.asarray(weights, np.float32)
+    with pytest.raises(ValueError, match=eager):
+        loss(y, z, sw)
+    fn = tf.function(lambda a, b, c: loss(a, b, c),
+                     input_signature=[tf.TensorSpec([None, 3]), tf.TensorSpec([None, 1]),
+                                      tf.TensorSpec([None])])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=graph):
+        fn(tf.constant(y), tf.constant(z), tf.constant(sw))
+
+
+def test_negative_sample_weight_stops_a_fit():
+    """All -1 weights used to train silently (loss 0.8585) inside fit."""
+    x = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    before = model.get_weights()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sample_weight"):
+        model.fit(x, _pue(), sample_weight=-np.ones(4, np.float32), verbose=0)
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)

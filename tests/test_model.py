@@ -7,6 +7,7 @@ import json
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import model as model_lib
@@ -211,3 +212,129 @@ def test_loss_not_a_debiased_loss():
     model = adp.DebiasedModel(_net(0))
     with pytest.raises(TypeError, match="loss"):
         model.compile("sgd", loss="binary_crossentropy")
+
+
+# -- issue 10: from_logits mismatch, non-finite values, obscure errors made clear ------
+
+def _sigmoid_net(seed=0, dim=2):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((dim,)), keras.layers.Dense(1, activation="sigmoid")])
+
+
+def test_sigmoid_net_or_initial_model_with_from_logits_true_is_refused_at_compile():
+    with pytest.raises(ValueError, match="`net` ends in a sigmoid.*from_logits=True"):
+        adp.DebiasedModel(_sigmoid_net()).compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    model = adp.DebiasedModel(_net(0), initial_dagger=_sigmoid_net(1))
+    with pytest.raises(ValueError, match="`initial_dagger` ends in a sigmoid.*from_logits=True"):
+        model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+
+
+@pytest.mark.parametrize("run_eagerly", [False, True])
+def test_logit_net_or_initial_model_with_from_logits_false_is_refused_in_fit(pue, run_eagerly):
+    """Dense(1) logits with the default from_logits=False used to be clipped into [0, 1]."""
+    _, ds = pue
+    err = ValueError if run_eagerly else tf.errors.InvalidArgumentError
+    model = adp.DebiasedModel(_net(0))
+    model.compile("sgd", loss=adp.ADPUELoss(), run_eagerly=run_eagerly)
+    with pytest.raises(err, match=r"`y_pred` holds values outside \[0, 1\].*from_logits=False"):
+        model.fit(ds, epochs=1, verbose=0)
+    model = adp.DebiasedModel(_sigmoid_net(0), initial_dagger=_net(1))
+    model.compile("sgd", loss=adp.ADPUELoss(), run_eagerly=run_eagerly)
+    with pytest.raises(err, match=r"output of `initial_dagger`.*outside \[0, 1\]"):
+        model.fit(ds, epochs=1, verbose=0)
+
+
+def _poisoned(value, row=3):
+    s = synthetic.synthetic_pue(200, 200, seed=3)
+    ds = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=100, shuffle=False)
+    return ds.map(lambda x, y: (tf.tensor_scatter_nd_update(x, [[row, 0]], [value]), y))
+
+
+def _deep(seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="relu"),
+                             keras.layers.Dense(1)])
+
+
+@pytest.mark.parametrize("value,match", [
+    (np.nan, r"NaN or inf found in `x\[0\]`|`x\[0\]` holds 1 NaN"),
+    (np.float32(3e38), "exploded values"),
+])
+@pytest.mark.parametrize("kind", ["debiased", "debiased-eager", "plain"])
+def test_non_finite_or_huge_features_stop_training_before_any_update(value, match, kind):
+    """A NaN or 3e38 in a user's pipeline used to make loss and weights NaN silently."""
+    net = _deep(0)
+    if kind == "plain":
+        net = _net(0)  # a ReLU can hide a NaN feature from the output of a plain model
+        match = "exploded values|the loss is NaN"
+    model = net if kind == "plain" else adp.DebiasedModel(net)
+    model.compile(keras.optimizers.Adam(0.1), loss=adp.ADPUELoss(from_logits=True),
+                  run_eagerly=kind.endswith("eager"))
+    before = [w.copy() for w in net.get_weights()]
+    err = ValueError if kind.endswith("eager") else tf.errors.InvalidArgumentError
+    with pytest.raises(err, match=match):
+        model.fit(_poisoned(np.float32(value)), epochs=1, verbose=0)
+    for a, b in zip(before, net.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert all(np.all(np.isfinite(np.asarray(v))) for v in model.optimizer.variables
+               if "float" in str(v.dtype))
+
+
+def test_dict_output_nets_are_refused_clearly(pue):
+    inp = keras.Input((2,))
+    functional = keras.Model(inp, {"logit": keras.layers.Dense(1)(inp)})
+    with pytest.raises(ValueError, match=r"`net` must have a single output.*dict with keys"):
+        adp.DebiasedModel(functional)
+
+    class DictNet(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return {"logit": self.dense(x)}
+
+    _, ds = pue
+    model = adp.DebiasedModel(DictNet())
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    with pytest.raises(ValueError, match=r"`net` must have a single output.*dict with keys \['logit'\]"):
+        model.fit(ds, epochs=1, verbose=0)
+
+
+def test_initial_model_of_the_wrong_width_is_refused_at_construction():
+    with pytest.raises(ValueError, match=r"`initial_dagger` takes inputs of shape \[\(3,\)\] "
+                                         r"but `net` takes \[\(2,\)\]"):
+        adp.DebiasedModel(_net(0, dim=2), initial_dagger=_net(1, dim=3))
+
+
+def test_unregistered_subclassed_net_names_the_real_cause(tmp_path):
+    class Unregistered(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+    net = Unregistered()
+    net(np.zeros((1, 2), np.float32))
+    model = adp.DebiasedModel(net)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    path = tmp_path / "m.keras"
+    model.save(path)
+    with pytest.raises(ValueError, match=r"could not rebuild its `net` \('Unregistered'\).*"
+                                         r"Could not locate class 'Unregistered'.*register"):
+        keras.models.load_model(path)
+
+
+def test_subclassed_net_that_cannot_be_cloned_is_explained():
+    class NoKwargs(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+    with pytest.raises(TypeError, match=r"(?s)clone_model.*NoKwargs.*\*\*kwargs"):
+        adp.DebiasedModel(NoKwargs())
