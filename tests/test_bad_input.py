@@ -203,62 +203,6 @@ def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected
     run_case(call, expected)
 
 
-# --- the loss registry, reduction, surrogate, risk metrics (adp.losses.get, ...) --------
-
-import adpue_tf as _adp  # noqa: E402
-
-_LOSS_KEYS = r"known keys: \['adpue', 'adpe', .*'pnu'\].*class names \(ADPUELoss"
-
-LOSS_REGISTRY_CASES = [
-    ("unknown key", lambda: _adp.losses.get("nope"), (ValueError, "Unknown loss 'nope'; " + _LOSS_KEYS)),
-    ("old risk name", lambda: _adp.losses.get("nnpue"), (ValueError, "Unknown loss 'nnpue'")),
-    ("empty key", lambda: _adp.losses.get(""), (ValueError, "Unknown loss ''")),
-    ("not a str", lambda: _adp.losses.get(3), (TypeError, "`identifier` must be .*got 3")),
-    ("None", lambda: _adp.losses.get(None), (TypeError, "`identifier` must be")),
-    ("a keras loss", lambda: _adp.losses.get(__import__("keras").losses.Huber()),
-     (TypeError, "Huber is a Keras loss, not an adpue_tf DebiasedLoss")),
-    ("missing prior", lambda: _adp.losses.get("adpe"),
-     (TypeError, r"ADPELoss needs \['prior'\]")),
-    ("option it does not take", lambda: _adp.losses.get("adpue", prior=0.3),
-     (TypeError, r"ADPUELoss takes no option \['prior'\]; it takes \['from_logits'")),
-    ("bad option value", lambda: _adp.losses.get("nnpu", prior=1.5),
-     (ValueError, r"`prior` must be in \(0, 1\)")),
-    ("options with an instance", lambda: _adp.losses.get(_adp.ADSLoss(), from_logits=True),
-     (TypeError, r"Options \['from_logits'\] apply to a loss key or class")),
-    ("options with a config", lambda: _adp.losses.get({"class_name": "ADSLoss"}, name="x"),
-     (TypeError, r"Options \['name'\] apply to a loss key or class")),
-    ("config without class_name", lambda: _adp.losses.get({"config": {}}),
-     (ValueError, "needs a 'class_name'")),
-    ("config of an unknown class", lambda: _adp.losses.get({"class_name": "Huber"}),
-     (ValueError, "Unknown loss 'Huber'")),
-    ("config with a foreign option", lambda: _adp.losses.get(
-        {"class_name": "ADSLoss", "config": {"prior": 0.3}}),
-     (TypeError, r"ADSLoss takes no option \['prior'\]")),
-    ("get_class of an instance", lambda: _adp.losses.get_class(_adp.ADSLoss()),
-     (TypeError, "`identifier` must be a loss key or class name")),
-    ("reduction sum", lambda: _adp.ADPUELoss(reduction="sum"),
-     (ValueError, "reduction='sum'.*group means.*no per-row meaning")),
-    ("reduction none", lambda: _adp.NNPULoss(prior=0.3, reduction="none"),
-     (ValueError, "NNPULoss does not take reduction='none'")),
-    ("surrogate unknown", lambda: _adp.UPULoss(prior=0.3, surrogate="hinge"),
-     (ValueError, r"`surrogate` must be one of \['logistic', 'sigmoid'\], got 'hinge'")),
-    ("surrogate not a str", lambda: _adp.risks.nnpu(
-        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=0),
-     (TypeError, "`surrogate` must be a str")),
-    ("risk_metrics of a name", lambda: _adp.metrics.risk_metrics("adpue"),
-     (TypeError, "`loss` must be an adpue_tf DebiasedLoss")),
-    ("tracker fed batches without a loss", lambda: _adp.metrics.RiskTracker().update_state(
-        _adp.pack_labels(_adp.Source.PU, w=[1, 0]), [[0.0], [0.0]]),
-     (ValueError, "This RiskTracker has no `loss`")),
-]
-
-
-@pytest.mark.parametrize("call, expected", [c[1:] for c in LOSS_REGISTRY_CASES],
-                         ids=[c[0] for c in LOSS_REGISTRY_CASES])
-def test_bad_input_loss_registry_reduction_surrogate_risk_metrics(call, expected):
-    run_case(call, expected)
-
-
 # --- observable validation, exposure model, Ratio model, tuner (adp.validation_score, ...) ----
 import keras as _keras  # noqa: E402
 import keras_tuner as _kt  # noqa: E402
@@ -587,3 +531,138 @@ def test_bad_input_export_for_serving_serving_path_cli(call, expected, tmp_path,
     run_case(call, expected)
     assert (work / "keep.txt").read_text() == "mine"  # nothing deleted, "." and ".." included
     assert not [p for p in tmp_path.rglob(".*") if ".tmp-" in p.name or ".old-" in p.name]
+
+
+# --- losses, DebiasedModel, RefreshDagger (adp.*Loss, adp.DebiasedModel, adp.RefreshDagger) ---
+# Each case as a user meets it, in eager mode and inside fit / tf.function (graph mode).
+
+import keras as _b1_keras  # noqa: E402
+import numpy as _b1_np  # noqa: E402
+import tensorflow as _b1_tf  # noqa: E402
+
+_b1_PUE = _b1_np.concatenate([_adp.pack_labels(_adp.Source.PU, w=[1, 0]),
+                              _adp.pack_labels(_adp.Source.E, e=[1, 0])])
+_b1_SSE = _adp.pack_labels(_adp.Source.SSE, w=[1, 0, 0], e=[1, 1, 0])
+_b1_Z4 = _b1_np.zeros((4, 1), _b1_np.float32)
+_b1_GRAPH = _b1_tf.errors.InvalidArgumentError
+
+
+def _b1_graph(loss, y, z, sw=None):
+    args = [_b1_tf.constant(y), _b1_tf.constant(z)] + ([] if sw is None else [_b1_tf.constant(sw)])
+    return _b1_tf.function(lambda *a: loss(*a))(*args)
+
+
+def _b1_net(dim=2, activation=None):
+    return _b1_keras.Sequential([_b1_keras.Input((dim,)),
+                                 _b1_keras.layers.Dense(1, activation=activation)])
+
+
+def _b1_fit(loss, y, x=None, model=None, **fit):
+    model = model or _b1_net()
+    model.compile("sgd", loss=loss)
+    x = _b1_np.ones((len(y), 2), _b1_np.float32) if x is None else x
+    return model.fit(x, y, batch_size=len(y), verbose=0, **fit)
+
+
+def _b1_nan_pipeline(model):
+    x = _b1_np.ones((4, 2), _b1_np.float32)
+    x[1, 0] = _b1_np.nan
+    model.compile("sgd", loss=_adp.ADPUELoss(from_logits=True))
+    ds = _b1_tf.data.Dataset.from_tensor_slices((x, _b1_PUE)).batch(4)
+    return model.fit(ds, verbose=0)
+
+
+class _b1_Unregistered(_b1_keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = _b1_keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def _b1_load_unregistered(tmp):
+    net = _b1_Unregistered()
+    net(_b1_np.zeros((1, 2), _b1_np.float32))
+    model = _adp.DebiasedModel(net)
+    model.compile("sgd", loss=_adp.ADPUELoss(from_logits=True))
+    model.save(tmp / "m.keras")
+    return _b1_keras.models.load_model(tmp / "m.keras")
+
+
+LOSS_MODEL_CALLBACK_CASES = [
+    # wrong loss for the data (issue 10 #3)
+    ("ADPUELoss on SSE rows", lambda t: _adp.ADPUELoss(from_logits=True)(_b1_SSE, _b1_Z4[:3]),
+     (ValueError, r"ADPUELoss reads rows of source\(s\) PU, E .* holds rows of SSE: 3")),
+    ("ADPUELoss on SSE rows, graph", lambda t: _b1_graph(
+        _adp.ADPUELoss(from_logits=True), _b1_SSE, _b1_Z4[:3]),
+     (_b1_GRAPH, r"ADPUELoss reads rows of source\(s\) PU, E")),
+    ("ADSLoss on PUE rows", lambda t: _adp.ADSLoss(from_logits=True)(_b1_PUE, _b1_Z4),
+     (ValueError, r"ADSLoss reads rows of source\(s\) SSE .* holds rows of PU: 2, E: 2")),
+    ("ADPELoss on PUE rows (no P)", lambda t: _adp.ADPELoss(prior=0.3, from_logits=True)(
+        _b1_PUE, _b1_Z4), (ValueError, r"ADPELoss .* needs rows of P and E")),
+    ("DoubleADSSLoss on PUE rows in fit", lambda t: _b1_fit(
+        _adp.DoubleADSSLoss(from_logits=True), _b1_PUE),
+     (_b1_GRAPH, r"DoubleADSSLoss reads rows of source\(s\) SSE")),
+    # from_logits mismatch (issue 10 #5)
+    ("logits with from_logits=False", lambda t: _adp.ADPUELoss()(_b1_PUE, _b1_Z4 + 2.0),
+     (ValueError, r"outside \[0, 1\].*from_logits=False")),
+    ("logits with from_logits=False in fit", lambda t: _b1_fit(
+        _adp.ADPUELoss(), _b1_PUE, x=_b1_np.full((4, 2), 3.0, _b1_np.float32)),
+     (_b1_GRAPH, r"outside \[0, 1\].*from_logits=False")),
+    ("sigmoid output with from_logits=True in fit", lambda t: _b1_fit(
+        _adp.ADPUELoss(from_logits=True), _b1_PUE, model=_b1_net(activation="sigmoid")),
+     (ValueError, "sigmoid activation.*from_logits=True")),
+    ("sigmoid net in DebiasedModel with from_logits=True", lambda t: _adp.DebiasedModel(
+        _b1_net(activation="sigmoid")).compile("sgd", loss=_adp.ADPUELoss(from_logits=True)),
+     (ValueError, "`net` ends in a sigmoid.*from_logits=True")),
+    ("sigmoid initial_dagger with from_logits=True", lambda t: _adp.DebiasedModel(
+        _b1_net(), initial_dagger=_b1_net(activation="sigmoid")).compile(
+            "sgd", loss=_adp.ADPUELoss(from_logits=True)),
+     (ValueError, "`initial_dagger` ends in a sigmoid")),
+    # non-finite values (issue 10 #7, #10)
+    ("NaN logits", lambda t: _adp.ADPUELoss(from_logits=True)(
+        _b1_PUE, _b1_np.array([[_b1_np.nan], [0], [0], [0]], _b1_np.float32)),
+     (ValueError, "ADPUELoss: the loss is NaN or infinite")),
+    ("NaN feature in a tf.data pipeline, DebiasedModel", lambda t: _b1_nan_pipeline(
+        _adp.DebiasedModel(_b1_net())), (_b1_GRAPH, r"NaN or inf found in `x\[0\]`")),
+    ("NaN feature in a tf.data pipeline, plain model", lambda t: _b1_nan_pipeline(_b1_net()),
+     (_b1_GRAPH, "the loss is NaN or infinite|exploded values")),
+    # checks inside fit / tf.function (issue 10 #8)
+    ("negative sample_weight in fit", lambda t: _b1_fit(
+        _adp.ADPUELoss(from_logits=True), _b1_PUE, sample_weight=-_b1_np.ones(4)),
+     (_b1_GRAPH, "`sample_weight` must be finite and non-negative")),
+    ("NaN dagger, graph", lambda t: _b1_graph(_adp.ADPUELoss(from_logits=True), _b1_np.c_[
+        _b1_PUE, [0.5, _b1_np.nan, 0.5, 0.5]].astype(_b1_np.float32), _b1_Z4),
+     (_b1_GRAPH, r"column 3 \(dagger, f†\) must lie in \[0, 1\]")),
+    ("dagger 3.0, graph", lambda t: _b1_graph(_adp.ADPUELoss(from_logits=True), _b1_np.c_[
+        _b1_PUE, [0.5, 3.0, 0.5, 0.5]].astype(_b1_np.float32), _b1_Z4),
+     (_b1_GRAPH, r"column 3 \(dagger, f†\) must lie in \[0, 1\]")),
+    ("sample_weight of the wrong length", lambda t: _adp.ADPUELoss(from_logits=True)(
+        _b1_PUE, _b1_Z4, _b1_np.ones(3)),
+     (ValueError, "`sample_weight` has 3 values but the batch has 4 rows")),
+    # obscure errors made clear
+    ("dict-output net", lambda t: _adp.DebiasedModel(_b1_keras.Model(
+        inp := _b1_keras.Input((2,)), {"p": _b1_keras.layers.Dense(1)(inp)})),
+     (ValueError, r"`net` must have a single output .*dict with keys \['p'\]")),
+    ("initial_dagger of the wrong width", lambda t: _adp.DebiasedModel(
+        _b1_net(2), initial_dagger=_b1_net(3)),
+     (ValueError, r"`initial_dagger` takes inputs of shape \[\(3,\)\] but `net` takes")),
+    ("unregistered subclassed net in a .keras file", _b1_load_unregistered,
+     (ValueError, r"could not rebuild its `net` \('_b1_Unregistered'\).*register")),
+    # RefreshDagger (issue 10 #10)
+    ("RefreshDagger both periods", lambda t: _adp.RefreshDagger(every_n_epochs=1,
+                                                                every_n_steps=5),
+     (ValueError, "Give one of `every_n_epochs` and `every_n_steps`, not both")),
+    ("RefreshDagger period 0", lambda t: _adp.RefreshDagger(every_n_steps=0),
+     (ValueError, "`every_n_steps` must be at least 1")),
+    ("RefreshDagger on a plain model", lambda t: _b1_fit(
+        _adp.ADPUELoss(from_logits=True), _b1_PUE, callbacks=[_adp.RefreshDagger()]),
+     (TypeError, "RefreshDagger needs an adpue_tf.DebiasedModel")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in LOSS_MODEL_CALLBACK_CASES],
+                         ids=[c[0] for c in LOSS_MODEL_CALLBACK_CASES])
+def test_bad_input_losses_model_callbacks(call, expected, tmp_path):
+    run_case(lambda: call(tmp_path), expected)
