@@ -66,9 +66,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma-separated data sets (default: the paper's)")
         p.add_argument("--seed", type=int, default=0, help="first seed")
         p.add_argument("--out", default="benchmarks/results", help="results directory")
-        p.add_argument("--exposure-rate", type=float, default=0.5, help="target θ(e=1)")
+        p.add_argument("--exposure-rate", type=_floats if p is linear else float,
+                       default=(0.5,) if p is linear else 0.5,
+                       help="target θ(e=1)" + (" (comma-separated: several rates, one "
+                                               "results file)" if p is linear else ""))
         p.add_argument("--quiet", action="store_true", help="no progress display")
     linear.add_argument("--alphas", type=_floats, default=(0.3, 0.5), help="split ratios")
+    linear.add_argument("--file", action="append", default=[], metavar="PATH",
+                        help="any LIBSVM file, keyed by its stem (repeatable; without "
+                             "--datasets only the files run)")
+    linear.add_argument("--positive", type=float, default=None, metavar="LABEL",
+                        help="the label of --file that is positive (default +1/1; other "
+                             "labels negative)")
+    linear.add_argument("--l2s", type=_floats, default=(0.01, 0.03, 0.1, 0.3),
+                        help="ADPUE's selection grid of L2 strengths")
+    linear.add_argument("--rounds", type=int, default=5,
+                        help="ADPUE's largest number of alternate-learning rounds T")
+    linear.add_argument("--selection", default="exposure_likelihood",
+                        choices=("exposure_likelihood", "reference_risk"),
+                        help="ADPUE's selection score")
     linear.add_argument("--steps", type=int, default=200, help="full-batch Adam steps")
     linear.add_argument("--data-dir", default=None, help="LIBSVM files (or $ADPUE_DATA_DIR)")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
@@ -155,15 +171,23 @@ def _bench(args: argparse.Namespace) -> int:
     from adpue_tf.experiments.table2 import NeuralBenchConfig
 
     strict = args.datasets is not None  # a data set asked for by name must load
-    common = dict(trials=args.trials, seed=args.seed, exposure_rate=args.exposure_rate)
+    common = dict(trials=args.trials, seed=args.seed)
     stream = None if args.quiet else sys.stderr
     if args.table == "linear":
+        if not args.exposure_rate:
+            raise ValueError("`--exposure-rate` is empty; give one or more rates in (0, 1).")
+        default = () if args.file else bench.LINEAR_DATASETS
         cfg = LinearBenchConfig(alphas=args.alphas, steps=args.steps, data_dir=args.data_dir,
-                                datasets=args.datasets or bench.LINEAR_DATASETS, **common)
+                                datasets=args.datasets or default,
+                                exposure_rate=args.exposure_rate[0],
+                                exposure_rates=args.exposure_rate, files=tuple(args.file),
+                                positive=args.positive, recipe_l2s=args.l2s,
+                                recipe_rounds=args.rounds, recipe_criterion=args.selection,
+                                **common)
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
     else:
         neural = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
-                                   n_test=args.n_test,
+                                   n_test=args.n_test, exposure_rate=args.exposure_rate,
                                    datasets=args.datasets or bench.NEURAL_DATASETS, **common)
         path = bench.run_neural(neural, args.out, strict=strict, progress=stream)
     print(path.read_text())

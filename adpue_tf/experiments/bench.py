@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -108,9 +110,88 @@ def _load(name: str, *, strict: bool, **kw: Any) -> tuple[datasets.Dataset | Non
         return None, str(err).splitlines()[0]
 
 
+def _max_index(path: Path) -> int:
+    """The largest feature index of a LIBSVM file (0 when no row has a feature)."""
+    raw = datasets._read_bytes(path)  # decompresses .gz/.bz2 as read_libsvm does
+    found = re.findall(rb"[ \t](\d+):", raw)
+    return max((int(i) for i in found), default=0)
+
+
+def load_file(path: str | Path, *, positive: float | None = None) -> datasets.Dataset:
+    """Any LIBSVM/svmlight file as a binary data set, named by the file's stem.
+
+    Args:
+        path: the file (``.gz``/``.bz2`` are decompressed); parsed strictly by
+            :func:`adpue_tf.experiments.datasets.read_libsvm`, with as many
+            feature columns as its largest index.
+        positive: the label that becomes ``y = 1``, every other label ``y = 0``
+            (one-vs-rest); ``None``: ``+1`` (written ``+1`` or ``1``).
+
+    Returns:
+        A :class:`~adpue_tf.experiments.datasets.Dataset` named ``Path(path).stem``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a malformed file (naming the line), no feature, or a
+            positive label that no row (or every row) has.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "toy.svm"
+        >>> _ = p.write_text("+1 1:0.5 3:-1\\n-1 2:1\\n")
+        >>> d = load_file(p)
+        >>> d.name, d.x.shape, d.y.tolist()
+        ('toy', (2, 3), [1.0, 0.0])
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"`--file` {str(p)!r}: no such file.")
+    n_features = _max_index(p)
+    if n_features < 1:
+        raise ValueError(f"`--file` {str(p)!r}: no line has a feature (index:value).")
+    x, labels = datasets.read_libsvm(p, n_features)
+    pos = 1.0 if positive is None else float(positive)
+    y = (labels == pos).astype(np.float32)
+    found = ", ".join(f"{v:g}" for v in np.unique(labels)[:10])
+    if y.min() == y.max():
+        what = "no" if y.max() == 0 else "every"
+        raise ValueError(f"`--file` {str(p)!r}: {what} row has the positive label {pos:g} "
+                         f"(labels found: {found}); pass `--positive LABEL`.")
+    return datasets.Dataset(p.stem, x, y, f"label {pos:g} of {found} (one vs rest)",
+                            labels.astype(np.int64))
+
+
+def _exposure_features(x: np.ndarray, seed: int) -> tuple[np.ndarray | None, str]:
+    """The features the exposure formula reads: ``x`` itself (None) or the documented stand-in.
+
+    The paper's formula reads x1..x13 on the scale of LIBSVM's ``*_scale`` files
+    (``[-1, 1]``); data with fewer than 13 columns or values outside
+    ``[-1, 1]`` get :func:`~adpue_tf.experiments.simulate.project_features`.
+    """
+    if x.shape[1] >= simulate.EXPOSURE_FEATURES and float(np.abs(x).max()) <= 1.0:
+        return None, "the paper's formula on x1..x13"
+    why = (f"{x.shape[1]} features" if x.shape[1] < simulate.EXPOSURE_FEATURES
+           else "features outside [-1, 1]")
+    return (simulate.project_features(x, seed=seed),
+            f"{why}: the formula on a fixed random projection to 13 features "
+            "(`simulate.project_features`)")
+
+
 def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
                strict: bool = False, progress: TextIO | None = sys.stderr) -> Path:
     """Run Table 1 and write ``linear.md`` (and ``linear.json``) under ``out_dir``.
+
+    Data sets: ``cfg.datasets`` (the paper's, by name) and ``cfg.files`` (any
+    LIBSVM file, keyed by its stem, ``cfg.positive`` its positive label), run
+    one data set at a time, each for every exposure rate
+    (``cfg.exposure_rates``, default ``(cfg.exposure_rate,)``) and split ratio.
+
+    JSON schema (backward compatible): ``results[alpha][dataset][method] =
+    [inductive accuracies, transductive accuracies]``, one entry per trial,
+    for the **first** exposure rate; ``by_exposure_rate[rate]`` holds the
+    same layout for every rate (``results`` is ``by_exposure_rate[first]``);
+    ``recipe_choices[rate][alpha][dataset][method]`` the ``ADPUE`` columns'
+    chosen ``l2`` and rounds per trial.
 
     Args:
         cfg: the settings.
@@ -121,85 +202,201 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     Returns:
         The path of ``linear.md``.
     """
-    _check_names(cfg.datasets, LINEAR_DATASETS)
+    if cfg.datasets or not cfg.files:
+        _check_names(cfg.datasets, LINEAR_DATASETS)
+    rates = tuple(cfg.exposure_rates or (cfg.exposure_rate,))
+    for r in rates:
+        if not isinstance(r, (int, float)) or not 0.0 < float(r) < 1.0:
+            raise ValueError(f"`exposure_rate` must be a number in (0, 1), got {r!r}.")
+    files = {}
+    for f in cfg.files:
+        stem = Path(f).stem
+        if stem in cfg.datasets or stem in files:
+            raise ValueError(f"`--file` {f!r}: a data set named {stem!r} is already in the "
+                             "run; rename the file.")
+        files[stem] = f
     out = prepare_out(out_dir)
     start = time.monotonic()
-    loaded = {}
+    loaded: dict[str, tuple[datasets.Dataset | None, str]] = {}
     for name in cfg.datasets:
-        ds, why = _load(name, strict=strict, data_dir=cfg.data_dir,
-                        n_rows=datasets.paper_rows(name), seed=cfg.seed)
-        loaded[name] = (ds, why)
+        loaded[name] = _load(name, strict=strict, data_dir=cfg.data_dir,
+                             n_rows=datasets.paper_rows(name), seed=cfg.seed)
+    for stem, f in files.items():
+        loaded[stem] = (load_file(f, positive=cfg.positive), "")
+    features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
+                if d is not None}
     methods = table1.PUE_METHODS + table1.external_methods() + table1.SSE_METHODS
     present = [n for n, (d, _) in loaded.items() if d is not None]
-    bar = Progress(len(present) * len(cfg.alphas) * len(methods), stream=progress)
-    results: dict[float, dict[str, dict[str, Any]]] = {a: {} for a in cfg.alphas}
-    total, done = len(cfg.alphas) * len(present), 0
+    bar = Progress(len(present) * len(rates) * len(cfg.alphas) * len(methods), stream=progress)
+    by_rate: dict[float, dict[float, dict[str, dict[str, Any]]]] = {
+        r: {a: {} for a in cfg.alphas} for r in rates}
+    choices: dict[float, dict[float, dict[str, Any]]] = {
+        r: {a: {} for a in cfg.alphas} for r in rates}
+    total, done = len(rates) * len(cfg.alphas) * len(present), 0
     path = out / "linear.md"
 
     def write() -> None:
         wall = time.monotonic() - start
         _write(out / "linear.json", json.dumps(
             {"config": {k: v for k, v in vars(cfg).items()},
-             "results": {str(a): r for a, r in results.items()},
+             "results": {str(a): r for a, r in by_rate[rates[0]].items()},
+             "exposure_rates": list(rates),
+             "by_exposure_rate": {str(rate): {str(a): r for a, r in res.items()}
+                                  for rate, res in by_rate.items()},
+             "recipe_choices": {str(rate): {str(a): r for a, r in res.items()}
+                                for rate, res in choices.items()},
              "settings_done": done, "settings_total": total, "wall_seconds": wall}, indent=1))
-        _write(path, _linear_markdown(cfg, loaded, results, methods, wall,
-                                      _status(done, total)))
+        _write(path, _linear_markdown(cfg, loaded, by_rate, methods, wall,
+                                      _status(done, total), features, choices,
+                                      (out / "linear.notes.md").is_file()))
 
     write()  # the data sets found and the protocol, before the first setting
-    for alpha in cfg.alphas:
-        for name in present:
-            ds = loaded[name][0]
-            assert ds is not None  # `present` holds the loaded ones
-            prior = float(np.mean(ds.y))
-            res = table1.run_setting(ds.x, ds.y, prior, cfg, alpha,
-                                           report=lambda m: bar.step(f"α={alpha} {name} {m}"))
-            results[alpha][name] = {m: (i.tolist(), t.tolist()) for m, (i, t) in res.items()}
-            done += 1
-            write()
+    # the cheapest data sets first (an interrupted run has the most settings); the
+    # tables keep the order of the config
+    for name in sorted(present, key=lambda n: loaded[n][0].x.size):  # type: ignore[union-attr]
+        ds = loaded[name][0]
+        assert ds is not None  # `present` holds the loaded ones
+        prior = float(np.mean(ds.y))
+        for rate in rates:
+            rcfg = dataclasses.replace(cfg, exposure_rate=float(rate))
+            for alpha in cfg.alphas:
+                details: dict[str, Any] = {}
+                res = table1.run_setting(
+                    ds.x, ds.y, prior, rcfg, alpha, features=features[name][0],
+                    details=details,
+                    report=lambda m: bar.step(f"θ={rate} α={alpha} {name} {m}"))
+                by_rate[rate][alpha][name] = {m: (i.tolist(), t.tolist())
+                                              for m, (i, t) in res.items()}
+                choices[rate][alpha][name] = details
+                done += 1
+                write()
     bar.close()
     return path
 
 
-def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, results: dict,
-                     methods: tuple[str, ...], wall: float, status: str = "") -> str:
+def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the paired differences ``a - b`` (NaN trials dropped)."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    d = d[np.isfinite(d)]
+    if len(d) < 2:
+        return float("nan"), float("nan")
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def _targets(results: dict, rate: float) -> list[list[str]]:
+    """Issue 9's targets for ADPUE (inductive) on australian and german, where present."""
+    rows = []
+    for alpha, by_name in results.items():
+        for name in ("australian", "german"):
+            res = by_name.get(name)
+            if not res or "ADPUE" not in res:
+                continue
+            ad, lo, ra = (res[m][0] for m in ("ADPUE", "Logit", "Ratio"))
+            m_ad = float(np.nanmean(ad))
+            d, se = _paired(ad, lo)
+            ref = published.TABLE1.get(alpha, {}).get(name, {}).get("inductive", {})
+            p_ad, p_lo = ref.get("ADPUE"), ref.get("Logit")
+            paper = ("n/a (the paper's ADPUE " f"{p_ad:.3f} < its Logit {p_lo:.3f})"
+                     if p_ad is None or p_lo is None or p_ad <= p_lo else
+                     f"{m_ad:.3f} vs {p_ad:.3f}: " + ("met" if m_ad >= p_ad else "**missed**"))
+            m_ra = float(np.nanmean(ra))
+            rows.append([
+                str(rate), str(alpha), name, f"{m_ad:.3f}",
+                f"{d:+.3f} (paired SE {se:.3f}): " + ("met" if d >= 2 * se else "**missed**"),
+                paper,
+                f"{m_ra:.3f}; ADPUE − Ratio {m_ad - m_ra:+.3f}: "
+                + ("met" if m_ad >= m_ra - 0.02 else "**missed**")])
+    return rows
+
+
+def _choice_summary(details: dict) -> str:
+    """``l2/T: count`` of the recipe's choices, most frequent first."""
+    pairs = [f"{l2:g}/T{t}" for l2, t in zip(details["l2"], details["rounds"])]
+    keys, counts = np.unique(pairs, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return ", ".join(f"{keys[i]}: {counts[i]}" for i in order)
+
+
+def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
+                     methods: tuple[str, ...], wall: float, status: str = "",
+                     features: dict | None = None, choices: dict | None = None,
+                     notes: bool = False) -> str:
+    rates = list(by_rate)
+    rc = table1.recipe_config(cfg)
     lines = [
         "# Table 1: linear models (regenerate with `adpue-tf bench linear`)", "",
         f"Machine: {machine()}.  ",
         *([status] if status else []),
         f"Wall time: {wall:.0f} s for {cfg.trials} trials per setting.", "",
-        f"Protocol: exposure rate θ(e=1) = {cfg.exposure_rate} (the paper does not state its "
+        "Protocol: exposure rate θ(e=1) = "
+        f"{', '.join(str(r) for r in rates)} (the paper does not state its "
         f"rate), {cfg.n_test} test rows, the paper's 1,800-row subsample for w8a/covtype/"
         "mushrooms, split α into PU and E (PUE) or PU and SSE (3SE) parts. Linear models "
         f"fitted with full-batch Adam ({cfg.steps} steps, learning rate {cfg.learning_rate}, "
-        f"L2 penalty {cfg.l2} on the weights of every method, non-negative correction step "
-        f"γ = {cfg.gamma} for nnPU/ADPUE/AD3SE), "
-        "all trials at once (`adpue_tf.experiments.linear_fit`: each trial follows its own trajectory). "
-        f"{table1.em_note(cfg)} PNU η = {cfg.pnu_eta}; AD3SE α = "
+        f"L2 penalty {cfg.l2} on the weights of every method but ADPUE's selected one, "
+        f"non-negative correction step γ = {cfg.gamma} for nnPU/ADPUE/AD3SE), "
+        "all trials at once (`adpue_tf.experiments.linear_fit`: each trial follows its own "
+        f"trajectory). {table1.em_note(cfg)} PNU η = {cfg.pnu_eta}; AD3SE α = "
         f"{cfg.ad3se_alpha}. **uPU, nnPU and PNU are given the true class prior π_y (oracle "
-        "input).** ElkanNoto: pulearn's Elkan–Noto classifier with scikit-learn's logistic "
-        "regression (external peer).", "",
+        "input).** uPU/nnPU use the logistic loss (the library's default surrogate); "
+        "uPU-sig/nnPU-sig the sigmoid loss (Kiryo et al.'s code and pulearn's default). "
+        f"IPS: cross-entropy on W weighted by 1/max(θ̂, {cfg.ips_clip}) (Saito et al. 2020), "
+        "θ̂ a logistic regression of E on the E rows. ElkanNoto: pulearn's Elkan–Noto "
+        "classifier with scikit-learn's logistic regression (external peer).", "",
+        "**ADPUE** is the recommended recipe (`adpue_tf.experiments.linear_recipe`): inside "
+        f"each trial, {rc.folds}-fold cross-validation on the *training* PU and E rows (never "
+        "a hidden Y or a test label) over L2 ∈ "
+        f"{{{', '.join(f'{v:g}' for v in rc.l2s)}}} and the number of alternate-learning "
+        f"rounds T ∈ 0..{rc.max_rounds} (f†₀ = the PU positive rate mean(W); round t fits "
+        "nnPUE with f† = σ(z) of round t−1, warm-started; T = 0 is the constant f†₀), scored "
+        f"by the **{rc.criterion.replace('_', ' ')}**, then refitted on all training rows. "
+        "**ADPUE-ref**: the same candidates chosen by the reference risk (nnPUE risk with f† "
+        "fixed to the Ratio estimate of the training folds). **ADPUE-direct**: the paper's "
+        "formulation, f† = stop_gradient(σ(z)) with the settings above.", ""]
+    if notes:
+        lines += ["What the numbers say, and why a target is missed where it is: "
+                  "[linear.notes.md](linear.notes.md).", ""]
+    lines += [
         "Cells: mean ± standard error of the accuracy over the trials; the paper's number in "
-        "parentheses where the paper has the method (nnPU, Ratio and ElkanNoto are not in its "
-        "Table 1).", "", "Positive class per data set:", ""]
+        "parentheses where the paper has the method (nnPU, Ratio, IPS and ElkanNoto are not in "
+        "its Table 1).", "", "Data sets (positive class; exposure features):", ""]
     for name, (ds, why) in loaded.items():
+        feat = (features or {}).get(name, (None, ""))[1]
         lines.append(f"- {name}: " + (f"{ds.positive} ({len(ds.y)} rows, positive fraction "
-                                      f"{float(np.mean(ds.y)):.3f})" if ds is not None
+                                      f"{float(np.mean(ds.y)):.3f}); {feat}" if ds is not None
                                       else f"no data ({why})"))
-    for alpha in cfg.alphas:
-        for kind in ("inductive", "transductive"):
-            rows = []
-            for name, (ds, _why) in loaded.items():
-                if ds is None:
-                    rows.append([name] + ["no data"] * len(methods))
-                    continue
-                if name not in results[alpha]:
-                    rows.append([name] + ["not run"] * len(methods))
-                    continue
-                ref = published.TABLE1.get(alpha, {}).get(name, {}).get(kind, {})
-                k = 0 if kind == "inductive" else 1
-                rows.append([name] + [cell(results[alpha][name][m][k], ref.get(m))
-                                      for m in methods])
-            lines += ["", f"## α = {alpha}, {kind}", "", markdown_table(["data set", *methods], rows)]
+    for rate in rates:
+        results = by_rate[rate]
+        where = f"θ(e=1) = {rate}, " if len(rates) > 1 else ""
+        for alpha in cfg.alphas:
+            for kind in ("inductive", "transductive"):
+                rows = []
+                for name, (ds, _why) in loaded.items():
+                    if ds is None:
+                        rows.append([name] + ["no data"] * len(methods))
+                        continue
+                    if name not in results[alpha]:
+                        rows.append([name] + ["not run"] * len(methods))
+                        continue
+                    ref = published.TABLE1.get(alpha, {}).get(name, {}).get(kind, {})
+                    k = 0 if kind == "inductive" else 1
+                    rows.append([name] + [cell(results[alpha][name][m][k], ref.get(m))
+                                          for m in methods])
+                lines += ["", f"## {where}α = {alpha}, {kind}", "",
+                          markdown_table(["data set", *methods], rows)]
+    target_rows = [r for rate in rates for r in _targets(by_rate[rate], rate)]
+    if target_rows:
+        lines += ["", "## Targets (issue 9; ADPUE, inductive)", "",
+                  "ADPUE ≥ Logit + 2 paired SE; ≥ the paper's ADPUE where the paper's ADPUE "
+                  "beats its own Logit; ≥ Ratio − 0.02.", "",
+                  markdown_table(["θ(e=1)", "α", "data set", "ADPUE", "vs Logit",
+                                  "vs the paper's ADPUE", "vs Ratio"], target_rows)]
+    picks = [[str(rate), str(alpha), name, m, _choice_summary(d)]
+             for rate in rates for alpha, by_name in (choices or {}).get(rate, {}).items()
+             for name, det in by_name.items() for m, d in det.items() if not m.startswith("_")]
+    if picks:
+        lines += ["", "## The recipe's choices (L2/T: trials)", "",
+                  markdown_table(["θ(e=1)", "α", "data set", "column", "chosen"], picks)]
     return "\n".join(lines) + "\n"
 
 

@@ -10,9 +10,16 @@ SAR-EM, which runs as its reference implementation does, one trial at a time
 (:class:`adpue_tf.experiments.baselines.SAREM`).
 
 Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
-class prior ``π_y`` of the data set: an *oracle* input), EM (SAR-EM, Bekker &
-Davis 2018), Ratio (``q̂/θ̂``), ADPUE (nnPUE), and pulearn's Elkan–Noto
-classifier as an external peer when pulearn is installed. 3SE: ADS, PNU (oracle
+class prior ``π_y`` of the data set: an *oracle* input; logistic loss, and
+``uPU-sig``/``nnPU-sig`` with the sigmoid loss of Kiryo et al.'s code), EM
+(SAR-EM, Bekker & Davis 2018), Ratio (``q̂/θ̂``), IPS (Saito et al. 2020:
+cross-entropy on ``W`` weighted by ``1/max(θ̂, ips_clip)``), ADPUE-direct (the
+paper's nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE (the recommended
+recipe, :mod:`adpue_tf.experiments.linear_recipe`: L2 and alternate-learning
+rounds chosen inside each trial by cross-validation on its training PU/E rows
+with the exposure likelihood), ADPUE-ref (the same candidates chosen by the
+reference risk), and pulearn's Elkan–Noto classifier as an external peer when
+pulearn is installed. 3SE: ADS, PNU (oracle
 ``π_y``, ``η`` = ``pnu_eta``), AD3SE (``α`` = ``ad3se_alpha``).
 
 Training: every method's linear model carries the same L2 penalty
@@ -41,18 +48,21 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import numpy as np
 
 from adpue_tf import losses
-from adpue_tf.experiments import baselines, linear_fit, simulate
+from adpue_tf._numpy import sigmoid
+from adpue_tf.experiments import baselines, linear_fit, linear_recipe, simulate
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
 __all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods",
            "em_note"]
 
-PUE_METHODS = ("Logit", "uPU", "nnPU", "EM", "Ratio", "ADPUE")
+PUE_METHODS = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "EM", "Ratio", "IPS",
+               "ADPUE-direct", "ADPUE", "ADPUE-ref")
 #: Columns the SAR-EM propensity sees: x2..x13, the inputs of the exposure formula.
 PROPENSITY_FEATURES = list(range(1, 13))
 SSE_METHODS = ("ADS", "PNU", "AD3SE")
@@ -84,6 +94,16 @@ class LinearBenchConfig:
         ad3se_alpha: AD3SE's ``α``.
         seed: first seed.
         data_dir: where the LIBSVM files are (default: see :mod:`adpue_tf.experiments.datasets`).
+        exposure_rates: several ``θ(e=1)`` for one run (``adpue-tf bench linear``
+            runs each); ``None``: ``(exposure_rate,)``. :func:`run_setting` reads
+            ``exposure_rate`` only.
+        files: extra LIBSVM files to run, keyed by their stem (``--file``).
+        positive: the label of ``files`` that is ``y = 1`` (``None``: ``+1``/``1``).
+        recipe_l2s, recipe_rounds, recipe_folds, recipe_criterion: the ``ADPUE``
+            column's selection grid (L2 strengths, rounds ``T = 0..recipe_rounds``),
+            cross-validation folds and score; see
+            :mod:`adpue_tf.experiments.linear_recipe`.
+        ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
     """
 
     trials: int = 100
@@ -102,6 +122,14 @@ class LinearBenchConfig:
     ad3se_alpha: float = 0.5
     seed: int = 0
     data_dir: str | None = None
+    exposure_rates: tuple[float, ...] | None = None
+    files: tuple[str, ...] = ()
+    positive: float | None = None
+    recipe_l2s: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
+    recipe_rounds: int = 5
+    recipe_folds: int = 3
+    recipe_criterion: str = "exposure_likelihood"
+    ips_clip: float = 0.05
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 2:
@@ -110,6 +138,7 @@ class LinearBenchConfig:
         for a in self.alphas:
             if not 0.0 < float(a) < 1.0:
                 raise ValueError(f"`alphas` must lie in (0, 1), got {a!r}.")
+        recipe_config(self)  # checks the ADPUE column's grid before any work
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +168,10 @@ def _trial_rows(s: Any) -> tuple[np.ndarray, ...]:
 
 
 def _stack(simulate_fn: Callable[..., Any], x: np.ndarray, y: np.ndarray,
-           cfg: LinearBenchConfig, alpha: float) -> _Stack:
+           cfg: LinearBenchConfig, alpha: float, features: np.ndarray | None = None) -> _Stack:
     """Every trial of one setting (``simulate_pue`` or ``simulate_3se``), stacked."""
     parts = [_trial_rows(simulate_fn(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
-                                     n_test=cfg.n_test, seed=cfg.seed + t))
+                                     n_test=cfg.n_test, seed=cfg.seed + t, features=features))
              for t in range(cfg.trials)]
     return _Stack(*(np.stack(p) for p in zip(*parts)))
 
@@ -215,6 +244,58 @@ def em_note(cfg: LinearBenchConfig) -> str:
             f"{cfg.em_max_iter} rounds, {refit} the final propensity-weighted refit.")
 
 
+def _ips(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
+    """IPS (Saito et al. 2020): BCE on ``W`` weighted by ``1/max(θ̂, ips_clip)`` (``risks.ips``).
+
+    ``θ̂(e=1|x)``: a logistic regression of ``E`` on the trial's E rows (the
+    same fit as Ratio's ``θ̂``: ``l2``, ``steps``), passed in label column 3.
+    """
+    e_rows = st.y[..., 2] == int(Source.E)
+    y_e = np.zeros_like(st.y)
+    y_e[..., 0] = st.y[..., 1]  # E as the label of a logistic regression on the E rows
+    theta = _fit(st, _risk("Logit"), cfg, y=y_e, sample_weight=e_rows.astype(np.float32))
+    dagger = sigmoid(theta.logits(st.x))
+    y4 = np.concatenate([st.y, dagger[..., None]], axis=-1).astype(np.float32)
+    return _fit(st, _risk("IPS"), cfg, y=y4, clip=cfg.ips_clip).logits
+
+
+def _not_applicable(x: np.ndarray) -> np.ndarray:
+    """NaN scores: the method cannot run on this data (e.g. SAR-EM's propensity
+    reads x2..x13, which data with fewer than 13 features lack); its cells say n/a."""
+    return np.full(x.shape[:2], np.nan)
+
+
+def recipe_config(cfg: LinearBenchConfig) -> linear_recipe.RecipeConfig:
+    """The ``ADPUE`` column's :class:`~adpue_tf.experiments.linear_recipe.RecipeConfig`.
+
+    Example:
+        >>> recipe_config(LinearBenchConfig()).l2s
+        (0.01, 0.03, 0.1, 0.3)
+    """
+    return linear_recipe.RecipeConfig(
+        l2s=tuple(cfg.recipe_l2s), max_rounds=cfg.recipe_rounds, folds=cfg.recipe_folds,
+        criterion=cfg.recipe_criterion, steps=cfg.steps, learning_rate=cfg.learning_rate,
+        gamma=cfg.gamma, theta_l2=cfg.l2)
+
+
+def _adpue_recipe(st: _Stack, cfg: LinearBenchConfig, details: dict[str, Any]
+                  ) -> Callable[[np.ndarray], np.ndarray]:
+    """The recommended recipe (:func:`~adpue_tf.experiments.linear_recipe.fit_recipe`).
+
+    It is given the training rows and their packed ``(W, E, source)`` only:
+    never ``st.hidden`` or the test labels. Its choices go to ``details``.
+    """
+    res = linear_recipe.fit_recipe(st.x, st.y, recipe_config(cfg))
+    other = "reference_risk"  # the ADPUE-ref column: the same candidates, the other score
+    details["ADPUE"] = {"l2": res.l2.tolist(), "rounds": res.rounds.tolist(),
+                        "criterion": cfg.recipe_criterion}
+    i, r = res.choice(other)
+    details["ADPUE-ref"] = {"l2": np.asarray(cfg.recipe_l2s)[i].tolist(),
+                            "rounds": np.asarray(r).tolist(), "criterion": other}
+    details["_recipe"] = res
+    return res.logits
+
+
 def _elkan_noto(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
     from pulearn import ElkanotoPuClassifier
     from sklearn.linear_model import LogisticRegression
@@ -251,7 +332,8 @@ def _risk(method: str) -> Callable[..., Any]:
 
 
 def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchConfig,
-                alpha: float, report: Callable[[str], None] = lambda m: None,
+                alpha: float, report: Callable[[str], None] = lambda m: None, *,
+                features: np.ndarray | None = None, details: dict[str, Any] | None = None,
                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every method on one data set and split ratio.
 
@@ -262,26 +344,40 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         cfg: the settings.
         alpha: the split ratio.
         report: called with each method's name when it is done (progress).
+        features: the ``>= 13`` columns the exposure formula reads (default
+            ``x``; see :func:`adpue_tf.experiments.simulate.simulate_pue`).
+        details: if given, filled with the ``ADPUE`` recipe's choices per trial
+            (``{"ADPUE": {"l2": [...], "rounds": [...], "criterion": ...}}``).
 
     Returns:
         ``{method: (inductive accuracies, transductive accuracies)}``, one
         entry per trial in each array.
     """
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    pue = _stack(simulate.simulate_pue, x, y, cfg, alpha)
+    details = {} if details is None else details
+    pue = _stack(simulate.simulate_pue, x, y, cfg, alpha, features)
     fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
         "Logit": lambda: _fit(pue, _risk("Logit"), cfg).logits,
         "uPU": lambda: _fit(pue, _risk("uPU"), cfg, prior=prior_y).logits,
         "nnPU": lambda: _fit(pue, _risk("nnPU"), cfg, prior=prior_y, gamma=cfg.gamma).logits,
-        "EM": lambda: _sar_em(pue, cfg),
+        "uPU-sig": lambda: _fit(pue, _risk("uPU"), cfg, prior=prior_y,
+                                surrogate="sigmoid").logits,
+        "nnPU-sig": lambda: _fit(pue, _risk("nnPU"), cfg, prior=prior_y, gamma=cfg.gamma,
+                                 surrogate="sigmoid").logits,
+        "IPS": lambda: _ips(pue, cfg),
+        "ADPUE-direct": lambda: _fit(pue, _risk("ADPUE"), cfg, gamma=cfg.gamma).logits,
+        "EM": lambda: (_sar_em(pue, cfg) if x.shape[1] > max(PROPENSITY_FEATURES)
+                       else _not_applicable),
         "Ratio": lambda: _ratio(pue, cfg),
-        "ADPUE": lambda: _fit(pue, _risk("ADPUE"), cfg, gamma=cfg.gamma).logits,
+        "ADPUE": lambda: _adpue_recipe(pue, cfg, details),
+        "ADPUE-ref": lambda: functools.partial(details.pop("_recipe").logits,
+                                               criterion=details["ADPUE-ref"]["criterion"]),
         "ElkanNoto": lambda: _elkan_noto(pue, cfg),
     }
     for name in PUE_METHODS + external_methods():
         out[name] = _accuracies(pue, fits[name]())
         report(name)
-    sse = _stack(simulate.simulate_3se, x, y, cfg, alpha)
+    sse = _stack(simulate.simulate_3se, x, y, cfg, alpha, features)
     fits3 = {
         "ADS": lambda: _fit(sse, _risk("ADS"), cfg).logits,
         "PNU": lambda: _fit(sse, _risk("PNU"), cfg, prior=prior_y, eta=cfg.pnu_eta).logits,

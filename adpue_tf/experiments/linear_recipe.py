@@ -1,0 +1,330 @@
+"""The recommended ADPUE recipe for linear models, every trial at once (Table 1's ``ADPUE``).
+
+Issue 9 measured that direct minimisation of nnPUE (``f† = stop_gradient(σ(z))``)
+settles on a finite-sample fixed point that predicts far too many positives,
+that alternate learning helps only in its first rounds, and that the L2
+strength matters. So the number of rounds ``T`` and the L2 strength are
+regularisers, and this recipe chooses them inside each trial, on held-out
+**training** rows, with an observable proper score (SPEC.md, *Observable
+validation scores*). It never sees a hidden ``Y`` or a test label:
+:func:`fit_recipe` is given only the packed PU/E labels ``(W, E, source)``.
+
+Per trial:
+
+1. *Folds.* The PU rows and the E rows are each dealt into ``folds`` folds by
+   their position (row ``i`` of a source goes to fold ``i mod folds``; the
+   benchmark's rows are in random order).
+2. *Candidates.* On each fold's training part (the other folds), for each
+   ``l2`` of the grid, one chain of alternate-learning rounds: ``f†₀`` is the
+   PU positive rate ``mean(W)`` (a constant, a lower bound on ``p(y=1)``); round
+   ``t`` fits nnPUE (:func:`adpue_tf.risks.adpue`, ``γ`` step) with ``f†`` fixed
+   to round ``t-1``'s ``σ(z)``, passed in label column 3, warm-started from
+   round ``t-1``'s weights. The candidate ``(l2, T)`` is round ``T``'s model;
+   ``T = 0`` is the initial guess itself (the constant ``mean(W)``). One chain
+   gives every ``T``.
+3. *Score* on the held-out fold (``criterion``), lower is better:
+
+   * ``"exposure_likelihood"``: mean NLL of ``W`` on the held-out PU rows
+     under ``P(W=1|x) = σ(z)·θ̂(x)``
+     (:func:`adpue_tf.validation.exposure_nll`), ``θ̂`` a logistic regression
+     of ``E`` on the training folds' E rows (L2 ``theta_l2``). Proper for
+     ``p(y=1|x)`` when ``θ̂ = θ``.
+   * ``"reference_risk"``: the nnPUE risk value on the held-out PU and E rows
+     with ``f†`` fixed to the Ratio estimate ``clip(q̂/θ̂, 0, 1)`` fitted on the
+     training folds (the same reference for every candidate). Its minimiser
+     is ``q + f_ref·θ0``.
+
+   Both are computed for every candidate; ``criterion`` says which one picks.
+4. *Choice and refit.* The candidate with the lowest mean score over the
+   folds (ties: the first in grid order, i.e. smaller ``l2``, fewer rounds) is
+   refitted on all training rows: the same chain run on every row (computed
+   alongside the folds), taken at the chosen ``(l2, T)``.
+
+All models of a chunk of trials (``trials × (folds + 1)`` linear models: the
+folds and the full refit) are fitted together by
+:func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam); the rows a
+model must not train on get sample weight 0, which the risks' group means honour.
+
+Example:
+    >>> import numpy as np
+    >>> from adpue_tf.labels import pack_e, pack_pu
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(2, 60, 3)).astype("float32")
+    >>> y = np.stack([np.concatenate([pack_pu(rng.random(30) < 0.3),
+    ...                               pack_e(rng.random(30) < 0.5)]) for _ in range(2)])
+    >>> res = fit_recipe(x, y, RecipeConfig(l2s=(0.1,), max_rounds=1, steps=5))
+    >>> res.rounds.shape, res.logits(x).shape
+    ((2,), (2, 60))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from adpue_tf import risks
+from adpue_tf._numpy import sigmoid
+from adpue_tf.experiments.linear_fit import LinearFit, fit_linear
+from adpue_tf.labels import Source, check_finite
+from adpue_tf.validation import exposure_nll
+
+__all__ = ["CRITERIA", "RecipeConfig", "RecipeResult", "fit_recipe", "reference_risk_value"]
+
+#: The selection criteria (SPEC.md, observable validation scores).
+CRITERIA = ("exposure_likelihood", "reference_risk")
+#: Floor on θ̂ in the Ratio reference ``q̂/θ̂``.
+THETA_FLOOR = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeConfig:
+    """Settings of :func:`fit_recipe`.
+
+    Attributes:
+        l2s: the grid of L2 strengths (penalty ``l2·‖w‖²`` on the mean risk).
+        max_rounds: the largest number of alternate-learning rounds ``T``
+            (candidates ``T = 0 .. max_rounds``).
+        folds: cross-validation folds over the training PU and E rows (>= 2).
+        criterion: which score chooses: ``"exposure_likelihood"`` or
+            ``"reference_risk"``.
+        steps: full-batch Adam steps per round.
+        learning_rate: Adam's learning rate.
+        gamma: nnPUE's correction step (``None``: the paper's plain max).
+        theta_l2: L2 of the logistic regressions ``θ̂`` (of ``E``) and ``q̂``
+            (of ``W``, for the reference).
+        theta_rows: the E rows ``θ̂`` is fitted on for a fold's scores:
+            ``"training"`` (the training folds') or ``"all"`` (every E row of
+            the trial: they carry no ``W``, so nothing held out leaks).
+        max_floats: fit at most this many ``models × rows × features`` floats
+            at once (trials are processed in equal chunks).
+
+    Example:
+        >>> RecipeConfig().criterion
+        'exposure_likelihood'
+    """
+
+    l2s: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
+    max_rounds: int = 5
+    folds: int = 3
+    criterion: str = "exposure_likelihood"
+    steps: int = 200
+    learning_rate: float = 0.05
+    gamma: float | None = 1.0
+    theta_l2: float = 0.01
+    theta_rows: str = "training"
+    max_floats: int = 40_000_000
+
+    def __post_init__(self) -> None:
+        if not self.l2s or not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+                                   for v in self.l2s):
+            raise ValueError(f"`l2s` must be a non-empty tuple of numbers >= 0, got {self.l2s!r}.")
+        for name, low in (("max_rounds", 0), ("folds", 2), ("steps", 1), ("max_floats", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"`{name}` must be an int >= {low}, got {v!r}.")
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"`criterion` must be one of {CRITERIA}, got {self.criterion!r}.")
+        if self.theta_rows not in ("training", "all"):
+            raise ValueError(f"`theta_rows` must be 'training' or 'all', got {self.theta_rows!r}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeResult:
+    """What :func:`fit_recipe` returns.
+
+    Attributes:
+        config: the settings.
+        scores: ``{criterion: (trials, len(l2s), max_rounds + 1)}``, the mean
+            held-out score of each candidate over the folds.
+        weights: ``(trials, len(l2s), max_rounds + 1, features)``, the refitted
+            (all training rows) model of each candidate; ``T = 0``: zeros.
+        bias: ``(trials, len(l2s), max_rounds + 1)``; ``T = 0``: ``logit(mean W)``.
+        l2_index, rounds: ``(trials,)``, the chosen candidate by ``config.criterion``.
+    """
+
+    config: RecipeConfig
+    scores: dict[str, np.ndarray]
+    weights: np.ndarray
+    bias: np.ndarray
+    l2_index: np.ndarray
+    rounds: np.ndarray
+
+    @property
+    def l2(self) -> np.ndarray:
+        """The chosen L2 strength of each trial, ``(trials,)``."""
+        return np.asarray(self.config.l2s, np.float64)[self.l2_index]
+
+    def choice(self, criterion: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(l2_index, rounds)`` chosen by ``criterion`` (ties: first in grid order)."""
+        if criterion not in self.scores:
+            raise ValueError(f"`criterion` must be one of {tuple(self.scores)}, got {criterion!r}.")
+        s = self.scores[criterion]
+        flat = np.argmin(s.reshape(len(s), -1), axis=1)
+        return np.unravel_index(flat, s.shape[1:])
+
+    def logits(self, x: np.ndarray, criterion: str | None = None) -> np.ndarray:
+        """Logits of each trial's chosen model on ``x[t]`` (``x``: ``(trials, rows, features)``)."""
+        i, r = (self.l2_index, self.rounds) if criterion is None else self.choice(criterion)
+        t = np.arange(len(i))
+        return LinearFit(self.weights[t, i, r], self.bias[t, i, r]).logits(x)
+
+    def candidate_logits(self, x: np.ndarray, l2_index: int, rounds: int) -> np.ndarray:
+        """Logits of one fixed candidate ``(l2s[l2_index], rounds)`` in every trial."""
+        return LinearFit(self.weights[:, l2_index, rounds], self.bias[:, l2_index, rounds]
+                         ).logits(x)
+
+
+def reference_risk_value(w: np.ndarray, e: np.ndarray, is_pu: np.ndarray, z: np.ndarray,
+                         ref: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The nnPUE risk value per model on the rows of ``mask``, ``f†`` fixed to ``ref``.
+
+    ``R+ = Ê_PU[W·ℓ1] + Ê_E[a·ℓ1]``, ``R- = Ê_PU[(1-W)·ℓ0] - Ê_E[a·ℓ0]``,
+    ``a = ref·(1-E)``, value ``R+ + max(R-, 0)``; the means run over the
+    masked rows of each source (:func:`adpue_tf.risks.adpue` with ``f†`` in
+    column 3 and ``sample_weight=mask``, in NumPy over a leading model axis).
+
+    Args:
+        w, e: ``W`` and ``E`` columns, ``(models, rows)``.
+        is_pu: bool ``(models, rows)``, PU rows (the others are E rows).
+        z: logits; ``ref``: ``f†`` in ``[0, 1]``; ``mask``: row weights; all ``(models, rows)``.
+
+    Returns:
+        float64 ``(models,)``.
+
+    Example:
+        >>> one = np.ones((1, 2))
+        >>> v = reference_risk_value(np.array([[1.0, 0.0]]), np.zeros((1, 2)),
+        ...                          np.array([[True, False]]), 0 * one, 0.5 * one, one)
+        >>> round(float(v[0]), 4)
+        1.0397
+    """
+    l1, l0 = np.logaddexp(0.0, -z), np.logaddexp(0.0, z)
+    a = np.clip(ref, 0.0, 1.0) * (1.0 - e)
+    pu, ee = mask * is_pu, mask * ~is_pu
+
+    def mean(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+        n = m.sum(1)
+        return np.where(n > 0, (v * m).sum(1) / np.maximum(n, 1e-12), 0.0)
+
+    pos = mean(w * l1, pu) + mean(a * l1, ee)
+    neg = mean((1.0 - w) * l0, pu) - mean(a * l0, ee)
+    return pos + np.maximum(neg, 0.0)
+
+
+def _masked_mean(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+    return (v * m).sum(1) / np.maximum(m.sum(1), 1e-12)
+
+
+def _folds(is_pu: np.ndarray, k: int) -> np.ndarray:
+    """Fold of each row: its rank among its source's rows, modulo ``k``."""
+    rank_pu = np.cumsum(is_pu, axis=1) - 1
+    rank_e = np.cumsum(~is_pu, axis=1) - 1
+    return np.where(is_pu, rank_pu, rank_e) % k
+
+
+def _logit_fit(x: np.ndarray, labels: np.ndarray, weight: np.ndarray, cfg: RecipeConfig
+               ) -> LinearFit:
+    """Logistic regression of ``labels`` on the rows of positive ``weight``, per model."""
+    y = np.zeros(x.shape[:2] + (3,), np.float32)
+    y[..., 0] = labels
+    y[..., 2] = int(Source.PU)
+    return fit_linear(x, y, risks.logit, sample_weight=weight, steps=cfg.steps,
+                      learning_rate=cfg.learning_rate, l2=cfg.theta_l2)
+
+
+def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Scores of every candidate and the refitted chains for one chunk of trials."""
+    trials, n, d = x.shape
+    k = cfg.folds
+    m = trials * (k + 1)                      # model j = trial * (k + 1) + fold; fold k: all rows
+    xm = np.repeat(x, k + 1, axis=0)
+    ym = np.repeat(y, k + 1, axis=0)
+    fold_of_model = np.tile(np.arange(k + 1), trials)
+    w, e = ym[..., 0].astype(np.float64), ym[..., 1].astype(np.float64)
+    is_pu = ym[..., 2] == int(Source.PU)
+    row_fold = _folds(is_pu, k)
+    held = (row_fold == fold_of_model[:, None]).astype(np.float64)   # none for the full models
+    train = 1.0 - held
+    theta_w = (train if cfg.theta_rows == "training" else np.ones_like(train)) * ~is_pu
+    theta = sigmoid(_logit_fit(xm, e, theta_w, cfg).logits(xm))
+    q = sigmoid(_logit_fit(xm, w, train * is_pu, cfg).logits(xm))
+    ref = np.clip(q / np.maximum(theta, THETA_FLOOR), 0.0, 1.0)
+    pi_w = np.clip(_masked_mean(w, train * is_pu), 1e-6, 1 - 1e-6)
+    held_pu = held * is_pu
+    n_l2, r_max = len(cfg.l2s), cfg.max_rounds
+    scores = {c: np.zeros((m, n_l2, r_max + 1)) for c in CRITERIA}
+    weights = np.zeros((m, n_l2, r_max + 1, d), np.float32)
+    bias = np.zeros((m, n_l2, r_max + 1), np.float32)
+    z0 = np.broadcast_to(np.log(pi_w / (1 - pi_w))[:, None], (m, n))
+    bias[:, :, 0] = z0[:, :1]
+
+    def score(z: np.ndarray, i: int, t: int) -> None:
+        nll = np.asarray(exposure_nll(w.ravel(), z.ravel(), theta.ravel()), np.float64)
+        scores["exposure_likelihood"][:, i, t] = _masked_mean(nll.reshape(m, n), held_pu)
+        scores["reference_risk"][:, i, t] = reference_risk_value(w, e, is_pu, z, ref, held)
+
+    for i, l2 in enumerate(cfg.l2s):
+        score(z0, i, 0)
+        dagger, prev = np.broadcast_to(pi_w[:, None], (m, n)), None
+        for t in range(1, r_max + 1):
+            y4 = np.concatenate([ym[..., :3], dagger[..., None]], axis=-1).astype(np.float32)
+            prev = fit_linear(xm, y4, risks.adpue, sample_weight=train, steps=cfg.steps,
+                              learning_rate=cfg.learning_rate, init=prev, l2=float(l2),
+                              gamma=cfg.gamma)
+            z = prev.logits(xm).astype(np.float64)
+            score(z, i, t)
+            weights[:, i, t], bias[:, i, t] = prev.weights, prev.bias
+            dagger = sigmoid(z)
+    cv = fold_of_model < k
+    full = fold_of_model == k
+    mean_scores = {c: s[cv].reshape(trials, k, n_l2, r_max + 1).mean(1) for c, s in scores.items()}
+    return mean_scores, weights[full], bias[full]
+
+
+def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
+    """Choose ``(l2, T)`` per trial by cross-validation on its PU/E rows; refit on all rows.
+
+    Args:
+        x: features ``(trials, rows, features)``.
+        y: packed labels ``(trials, rows, 3)`` of PU rows (source 0, ``W``) and E
+            rows (source 1, ``E``) only, in the same layout for every trial; each
+            source needs at least ``folds`` rows per trial. No hidden ``Y``.
+        cfg: the settings (default :class:`RecipeConfig`).
+
+    Returns:
+        A :class:`RecipeResult` (its :meth:`RecipeResult.logits` are the
+        recipe's predictions).
+
+    Raises:
+        ValueError: on bad shapes or labels, sources other than PU/E, or too few rows.
+    """
+    cfg = cfg or RecipeConfig()
+    x = np.asarray(check_finite("x", x), np.float32)
+    y = np.asarray(check_finite("y", y), np.float32)
+    if x.ndim != 3 or y.ndim != 3 or y.shape[2] != 3 or x.shape[:2] != y.shape[:2]:
+        raise ValueError("`x` must be (trials, rows, features) and `y` (trials, rows, 3) with "
+                         f"the same trials and rows; got {x.shape} and {y.shape}.")
+    src = y[..., 2]
+    if not np.isin(src, (int(Source.PU), int(Source.E))).all():
+        raise ValueError("`y` must hold only PU (source 0) and E (source 1) rows.")
+    for s, name in ((Source.PU, "PU"), (Source.E, "E")):
+        if ((src == int(s)).sum(1) < cfg.folds).any():
+            raise ValueError(f"every trial needs at least `folds`={cfg.folds} {name} rows.")
+    trials, n, d = x.shape
+    per = max(1, min(trials, cfg.max_floats // max(1, (cfg.folds + 1) * n * d)))
+    chunks = math.ceil(trials / per)
+    per = math.ceil(trials / chunks)          # equal chunks: one trace per shape
+    pad = chunks * per - trials
+    xp = np.concatenate([x, np.repeat(x[:1], pad, axis=0)]) if pad else x
+    yp = np.concatenate([y, np.repeat(y[:1], pad, axis=0)]) if pad else y
+    parts = [_chunk(xp[c * per:(c + 1) * per], yp[c * per:(c + 1) * per], cfg)
+             for c in range(chunks)]
+    scores = {c: np.concatenate([p[0][c] for p in parts])[:trials] for c in CRITERIA}
+    weights = np.concatenate([p[1] for p in parts])[:trials]
+    bias = np.concatenate([p[2] for p in parts])[:trials]
+    res = RecipeResult(cfg, scores, weights, bias, np.zeros(trials, int), np.zeros(trials, int))
+    i, r = res.choice(cfg.criterion)
+    return dataclasses.replace(res, l2_index=np.asarray(i), rounds=np.asarray(r))
