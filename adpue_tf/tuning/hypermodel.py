@@ -128,9 +128,20 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                               the non-negative correction            (0.0, i.e. ``None``)
                               (ADPUE, ADPE, ADFPU, AD3SE, nnPU)
     ``prior``                 ``priors`` or ``prior_range`` given    Choice / Float (``prior``)
+    ``weight_decay``          ``weight_decays`` given                ``weight_decays`` (0.0 if
+                                                                     listed, else the first)
+    ``refresh_every``         ``refresh_periods`` given (with        ``refresh_periods``
+                              ``alternate``)                         (``refresh_every``)
     ========================  =====================================  ===========================
 
-    plus whatever ``build_net`` declares. ``gamma = 0.0`` stands for
+    plus whatever ``build_net`` declares. ``weight_decay`` is Adam's decoupled
+    weight decay (``keras.optimizers.Adam(weight_decay=...)``), an L2-type
+    regulariser for any net. The number of rounds ``T`` of alternate
+    learning needs no hyper-parameter: with ``refresh_every = 1`` every epoch
+    ends a round, and KerasTuner scores a trial by (and keeps the checkpoint
+    of) its best epoch on the objective, i.e. its best ``T`` up to
+    ``epochs``; with a longer period prefer :class:`~adpue_tf.BestRound` in
+    your own training loop. ``gamma = 0.0`` stands for
     ``gamma=None``, the paper's plain ``max(R-, 0)`` (only ``R+`` gives
     gradient when the correction fires); ``γ ∈ (0, 1]`` is nnPU's step.
     ``tune_beta_gamma`` is ignored for a loss without the correction.
@@ -168,7 +179,12 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         alternate: wrap the net in :class:`~adpue_tf.DebiasedModel` and add
             :class:`~adpue_tf.RefreshDagger` in :meth:`fit` (alternate learning).
         initial_dagger: ``f†`` before the first refresh (with ``alternate``).
-        refresh_every: refresh the snapshot every this many epochs (with ``alternate``).
+        refresh_every: refresh the snapshot every this many epochs (with
+            ``alternate``); the default of ``refresh_periods``.
+        refresh_periods: tune the refresh period over these ints ``>= 1``
+            (with ``alternate`` only).
+        weight_decays: tune Adam's weight decay over these values ``>= 0``
+            (``0.0`` meaning none).
         tune_beta_gamma: tune the non-negative correction's ``β`` and ``γ``.
         criterion: the observable score of PUE/PE/FPUE and the PU
             baselines, one of :data:`~adpue_tf.validation.CRITERIA`
@@ -228,6 +244,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         alternate: bool = False,
         initial_dagger: float = 0.5,
         refresh_every: int = 1,
+        refresh_periods: Sequence[int] | None = None,
+        weight_decays: Sequence[float] | None = None,
         tune_beta_gamma: bool = False,
         criterion: str | None = None,
         learning_rates: Sequence[float] = _DEFAULT_LEARNING_RATES,
@@ -268,6 +286,19 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 or refresh_every < 1:
             raise ValueError(f"`refresh_every` must be an int >= 1, got {refresh_every!r}.")
         self.refresh_every = int(refresh_every)
+        self.refresh_periods: list[int] | None = None
+        if refresh_periods is not None:
+            if not alternate:
+                raise ValueError("`refresh_periods` tunes the refresh of alternate learning; "
+                                 "set `alternate=True` or drop it.")
+            periods = check_choices("refresh_periods", _sequence("refresh_periods",
+                                                                 refresh_periods),
+                                    lambda v: v >= 1 and v == int(v), "ints >= 1")
+            self.refresh_periods = [int(v) for v in periods]
+        self.weight_decays: list[float] | None = (
+            None if weight_decays is None else
+            check_choices("weight_decays", _sequence("weight_decays", weight_decays),
+                          lambda v: v >= 0.0, ">= 0"))
         if isinstance(initial_dagger, bool) or not isinstance(initial_dagger, numbers.Real) \
                 or not 0.0 <= initial_dagger <= 1.0:
             raise ValueError(f"`initial_dagger` must be a number in [0, 1], got {initial_dagger!r}.")
@@ -406,7 +437,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
         """Build and compile the trial's model.
 
-        Declares ``learning_rate`` first, then the loss's hyper-parameters
+        Declares ``learning_rate`` first (then ``weight_decay`` and
+        ``refresh_every`` when tuned), then the loss's hyper-parameters
         (:meth:`make_loss`), then calls ``build_net(hp)``.
 
         Args:
@@ -420,6 +452,14 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         """
         learning_rate = hp.Choice("learning_rate", self.learning_rates,
                                   default=_default(self.learning_rates, 1e-3))
+        weight_decay = None
+        if self.weight_decays is not None:
+            weight_decay = hp.Choice("weight_decay", self.weight_decays,
+                                     default=_default(self.weight_decays, 0.0)) or None
+        if self.refresh_periods is not None:
+            hp.Choice("refresh_every", self.refresh_periods,
+                      default=self.refresh_every if self.refresh_every in self.refresh_periods
+                      else self.refresh_periods[0])
         loss = self.make_loss(hp)
         if self.build_net is None:
             net = keras.Sequential([keras.Input(self.input_shape), keras.layers.Dense(1)])
@@ -429,7 +469,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 raise TypeError(f"`build_net` must return a keras.Model, got {net!r}.")
         model = (DebiasedModel(net, initial_dagger=self.initial_dagger) if self.alternate
                  else net)
-        model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss=loss,
+        optimizer = keras.optimizers.Adam(learning_rate=learning_rate, weight_decay=weight_decay)
+        model.compile(optimizer=optimizer, loss=loss,
                       metrics=self._metrics(loss, wrapped=self.alternate))
         return model
 
@@ -480,6 +521,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         if self.alternate:
             callbacks = list(arguments.get("callbacks") or [])
             if not any(isinstance(c, RefreshDagger) for c in callbacks):
-                callbacks.append(RefreshDagger(every_n_epochs=self.refresh_every))
+                every = (hp.get("refresh_every") if self.refresh_periods is not None
+                         and "refresh_every" in hp.values else self.refresh_every)
+                callbacks.append(RefreshDagger(every_n_epochs=int(every)))
             arguments["callbacks"] = callbacks
         return model.fit(*bound.args[1:], **bound.kwargs)

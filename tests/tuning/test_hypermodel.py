@@ -121,6 +121,7 @@ def _half(dim: int) -> keras.Model:
         1, activation="sigmoid", kernel_initializer="zeros")])
 
 
+@pytest.mark.slow
 def test_ref_risk_uses_the_reference_prior_and_fixed_dagger():
     s = synthetic.synthetic_pue(60, 60, seed=1)
     x_p = s.x_pu[s.w_pu == 1]
@@ -144,6 +145,7 @@ def test_ref_risk_uses_the_reference_prior_and_fixed_dagger():
     np.testing.assert_allclose(logs["risk"], float(tuned), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_exposure_nll_objective_equals_validation_score():
     s = synthetic.synthetic_pue(80, 70, seed=2)
     theta = exposure.fit_exposure_model(s.x_e, s.e_e)
@@ -165,6 +167,25 @@ def test_fit_refuses_validation_data_without_the_layout(pue):
     hp = keras_tuner.HyperParameters()
     with pytest.raises(keras_tuner.errors.FatalValueError, match="pue_validation_data"):
         hm.fit(hp, hm.build(hp), train, validation_data=plain, epochs=1, verbose=0)
+
+
+@pytest.mark.slow
+def test_weight_decay_and_refresh_period_are_tuned(pue):
+    hm = DebiasedHyperModel(input_shape=(2,), alternate=True, refresh_every=2,
+                            refresh_periods=np.array([1, 2, 3]), weight_decays=[0.0, 0.01])
+    hp = _built(hm)
+    assert hp.values == {"learning_rate": 1e-3, "weight_decay": 0.0, "refresh_every": 2}
+    assert _space(hp) == {"learning_rate": LRS, "weight_decay": [0.0, 0.01],
+                          "refresh_every": [1, 2, 3]}
+    hp = keras_tuner.HyperParameters()
+    hp.Fixed("weight_decay", 0.01)
+    hp.Fixed("refresh_every", 3)
+    model = hm.build(hp)
+    assert float(model.optimizer.weight_decay) == pytest.approx(0.01)
+    train, val = pue
+    hm.fit(hp, model, train, validation_data=val, epochs=3, verbose=0)
+    assert model.refreshes == 1  # every 3 epochs: one refresh in 3 epochs
+    assert _built(DebiasedHyperModel(input_shape=(2,))).values == {"learning_rate": 1e-3}
 
 
 def test_learning_rates_as_an_array():
@@ -275,6 +296,10 @@ def test_missing_validation_data(pue, tmp_path):
     ({"input_shape": (0,)}, TypeError, "positive ints"),
     ({"build_net": "dense"}, TypeError, "callable"),
     ({"criterion": "val_risk"}, ValueError, "criterion"),
+    ({"refresh_periods": [1, 2]}, ValueError, "alternate=True"),
+    ({"alternate": True, "refresh_periods": [0, 2]}, ValueError, "ints >= 1"),
+    ({"alternate": True, "refresh_periods": [1.5]}, ValueError, "ints >= 1"),
+    ({"weight_decays": [-0.1]}, ValueError, ">= 0"),
     ({"learning_rates": np.array([[1e-3, 1e-2]])}, ValueError, "1-D"),
 ])
 def test_bad_arguments(kwargs, error, match):
