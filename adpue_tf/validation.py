@@ -151,14 +151,21 @@ def _check_yardstick(name: str, value: Any) -> None:
 
 def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: np.ndarray,
              batch_size: int) -> np.ndarray:
-    """``fn`` on ``x`` in batches, as a float64 ``(n,)`` vector; checked for shape and NaN."""
-    if isinstance(fn, keras.Model):
-        out = np.asarray(fn.predict(x.astype("float32"), batch_size=batch_size, verbose=0))
-    else:
-        parts = [np.asarray(ops.convert_to_numpy(fn(x[i:i + batch_size].astype("float32"))))
-                 for i in range(0, len(x), batch_size)]
-        out = np.concatenate([p.reshape(len(p), -1) if p.ndim else p.reshape(1, 1)
-                              for p in parts])
+    """``fn`` on ``x`` in batches, as a float64 ``(n,)`` vector; checked for shape and NaN.
+
+    A Keras model is called eagerly (``training=False``): no ``predict``
+    function to trace per model, which dominates for the small models and
+    held-out sets of a model search.
+    """
+    def call(rows: np.ndarray) -> Any:
+        if isinstance(fn, keras.Model):
+            return fn(rows, training=False)
+        return fn(rows)
+
+    parts = [np.asarray(ops.convert_to_numpy(call(x[i:i + batch_size].astype("float32"))))
+             for i in range(0, len(x), batch_size)]
+    out = np.concatenate([p.reshape(len(p), -1) if p.ndim else p.reshape(1, 1)
+                          for p in parts])
     if out.ndim == 2 and out.shape[1] == 1:
         out = out[:, 0]
     if out.shape != (len(x),):

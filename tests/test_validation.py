@@ -115,16 +115,17 @@ def test_ratio_model_values_clip_floor_and_logits():
     cases = [(0.2, 0.5, 0.4), (0.6, 0.5, 1.0)]  # (q, θ, clip(q/θ, 0, 1))
     for q, th, expected in cases:
         r = exposure.RatioModel(_const_prob(1, q), _const_prob(1, th))
-        np.testing.assert_allclose(r.predict(x, verbose=0), expected, rtol=1e-5)
+        np.testing.assert_allclose(r(x).numpy(), expected, rtol=1e-5)
         r = exposure.RatioModel(_const_prob(1, q), _const_prob(1, th), logits=True)
-        out = r.predict(x, verbose=0)
+        out = r(x).numpy()
         assert np.all(np.isfinite(out)) and np.all(out > 15.0 if expected == 1.0 else True)
         np.testing.assert_allclose(sig(out.astype(np.float64)), expected, rtol=1e-5)
     floored = exposure.RatioModel(_const_prob(1, 0.001), _const_prob(1, 1e-5),
                                   theta_floor=0.01)
-    np.testing.assert_allclose(floored.predict(x, verbose=0), 0.1, rtol=1e-3)
+    np.testing.assert_allclose(floored(x).numpy(), 0.1, rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_ratio_model_round_trip_and_keras_file(tmp_path):
     s = synthetic.synthetic_pue(2000, 2000, seed=0)
     r = exposure.fit_ratio_model(s.x_pu, s.w_pu, s.x_e, s.e_e, logits=True)
@@ -149,6 +150,7 @@ def test_ratio_model_round_trip_and_keras_file(tmp_path):
     assert mae_ratio < 0.15 and mae_ratio < mae_q - 0.1, (mae_ratio, mae_q)
 
 
+@pytest.mark.slow
 def test_ratio_model_as_initial_dagger(tmp_path):
     s = synthetic.synthetic_pue(400, 400, seed=0)
     ratio = exposure.fit_ratio_model(s.x_pu, s.w_pu, s.x_e, s.e_e, logits=True)
@@ -310,6 +312,7 @@ def test_selection_ignores_the_hidden_y(study):
 
 
 # -- the Keras metrics ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_metrics_equal_validation_score_in_evaluate(small):
     s, theta = small
     ref = _const_prob(2, 0.6)
