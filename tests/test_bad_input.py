@@ -151,7 +151,7 @@ def test_bad_input_data_builders_pack_labels_loaders(call, expected, tmp_path, m
 
 import adpue_tf as _adp  # noqa: E402
 
-_LOSS_KEYS = r"known keys: \['adpue', 'adpe', .*'pnu'\].*class names \(ADPUELoss"
+_LOSS_KEYS = r"known keys: \['adpue', 'adpe', .*'pnu'.*\].*class names \(ADPUELoss"
 
 LOSS_REGISTRY_CASES = [
     ("unknown key", lambda: _adp.losses.get("nope"), (ValueError, "Unknown loss 'nope'; " + _LOSS_KEYS)),
