@@ -464,7 +464,8 @@ def test_wrong_width_or_rank_names_the_input(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="expected to be a float tensor but is a double tensor"):
         _serve(path, np.zeros((2, DIM), np.float64))  # TF's own check of the dtype
-    with pytest.raises(TypeError, match="missing a required argument: 'features'"):
+    # Python 3.13's inspect says "keyword-only argument"
+    with pytest.raises(TypeError, match="missing a required (keyword-only )?argument: 'features'"):
         tf.saved_model.load(path).signatures["serving_default"](x=tf.zeros((2, DIM)))
 
 
