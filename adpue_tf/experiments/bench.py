@@ -214,6 +214,8 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         if stem in cfg.datasets or stem in files:
             raise ValueError(f"`--file` {f!r}: a data set named {stem!r} is already in the "
                              "run; rename the file.")
+        if not Path(f).is_file():
+            raise FileNotFoundError(f"`--file` {str(f)!r}: no such file.")
         files[stem] = f
     out = prepare_out(out_dir)
     start = time.monotonic()
