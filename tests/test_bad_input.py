@@ -679,3 +679,90 @@ LOSS_MODEL_CALLBACK_CASES = [
                          ids=[c[0] for c in LOSS_MODEL_CALLBACK_CASES])
 def test_bad_input_losses_model_callbacks(call, expected, tmp_path):
     run_case(lambda: call(tmp_path), expected)
+
+
+# ------------------------------------------------------------------ bench linear: --file, the ADPUE recipe
+# (adpue_tf.experiments.bench.load_file, linear_recipe.RecipeConfig / fit_recipe,
+# table1.LinearBenchConfig's recipe grid, `adpue-tf bench linear --file/--exposure-rate`).
+# Each call takes a scratch directory; nothing is fitted.
+
+from adpue_tf.experiments import bench as _h_bench  # noqa: E402
+from adpue_tf.experiments import linear_recipe as _h_recipe  # noqa: E402
+from adpue_tf.experiments import table1 as _h_table1  # noqa: E402
+
+
+def _h_file(content, **kw):
+    def call(tmp):
+        (tmp / "d.svm").write_text(content)
+        return _h_bench.load_file(tmp / "d.svm", **kw)
+    return call
+
+
+def _h_recipe_call(sources, rows=6, x=None):
+    y = _np.zeros((1, rows, 3), _np.float32)
+    y[0, :, 2] = sources
+    return lambda tmp: _h_recipe.fit_recipe(
+        _np.zeros((1, rows, 2), _np.float32) if x is None else x, y)
+
+
+def _h_cli(*argv):
+    def call(tmp):
+        from adpue_tf import cli
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main(["bench", "linear", *argv, "--out", str(tmp / "o"), "--quiet"])
+        if code != 0:
+            raise ValueError(err.getvalue())
+        return code
+    return call
+
+
+BENCH_RECIPE_CASES = [
+    ("load_file missing", lambda t: _h_bench.load_file(t / "nope.svm"),
+     (FileNotFoundError, "`--file` .*nope.svm': no such file")),
+    ("load_file no feature", _h_file("1\n-1\n"), (ValueError, "no line has a feature")),
+    ("load_file positive absent", _h_file("1 1:0.5\n-1 2:1\n", positive=3),
+     (ValueError, r"no row has the positive label 3 \(labels found: -1, 1\)")),
+    ("load_file every row positive", _h_file("1 1:0.5\n1 2:1\n"),
+     (ValueError, "every row has the positive label 1")),
+    ("load_file corrupt line", _h_file("1 1:0.5\n-1 2:x\n"),
+     (ValueError, r"line 2: '2:x' is not index:value")),
+    ("RecipeConfig empty l2s", lambda t: _h_recipe.RecipeConfig(l2s=()),
+     (ValueError, "`l2s` must be a non-empty tuple")),
+    ("RecipeConfig negative l2", lambda t: _h_recipe.RecipeConfig(l2s=(0.1, -1.0)),
+     (ValueError, "`l2s` must be a non-empty tuple of numbers >= 0")),
+    ("RecipeConfig one fold", lambda t: _h_recipe.RecipeConfig(folds=1),
+     (ValueError, "`folds` must be an int >= 2")),
+    ("RecipeConfig rounds float", lambda t: _h_recipe.RecipeConfig(max_rounds=2.5),
+     (ValueError, "`max_rounds` must be an int >= 0")),
+    ("RecipeConfig val_risk", lambda t: _h_recipe.RecipeConfig(criterion="val_risk"),
+     (ValueError, "`criterion` must be one of")),
+    ("LinearBenchConfig recipe grid", lambda t: _h_table1.LinearBenchConfig(recipe_folds=1),
+     (ValueError, "`folds` must be an int >= 2")),
+    ("fit_recipe SSE rows", _h_recipe_call([0, 0, 0, 1, 1, 4]),
+     (ValueError, r"only PU \(source 0\) and E \(source 1\) rows")),
+    ("fit_recipe too few E rows", _h_recipe_call([0, 0, 0, 0, 1, 1]),
+     (ValueError, "at least `folds`=3 E rows")),
+    ("fit_recipe 2-D x", lambda t: _h_recipe.fit_recipe(_np.zeros((6, 2)), _np.zeros((6, 3))),
+     (ValueError, r"`x` must be \(trials, rows, features\)")),
+    ("fit_recipe NaN x", _h_recipe_call([0, 0, 0, 1, 1, 1],
+                                        x=_np.full((1, 6, 2), _np.nan, _np.float32)),
+     (ValueError, "`x`.*(NaN|finite)")),
+    ("cli --file missing", _h_cli("--file", "/nonexistent/d.svm"),
+     (ValueError, "no such file")),
+    ("cli --exposure-rate 1.5", _h_cli("--datasets", "australian", "--exposure-rate",
+                                       "0.5,1.5"),
+     (ValueError, r"`exposure_rate` must be a number in \(0, 1\), got 1.5")),
+    ("cli --exposure-rate ''", _h_cli("--datasets", "australian", "--exposure-rate", ","),
+     (ValueError, "`--exposure-rate` is empty")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in BENCH_RECIPE_CASES],
+                         ids=[c[0] for c in BENCH_RECIPE_CASES])
+def test_bad_input_bench_file_recipe(call, expected, tmp_path):
+    run_case(lambda: call(tmp_path), expected)
+    assert not (tmp_path / "o").exists()  # refused before anything is written
