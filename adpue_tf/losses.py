@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, cast
 
 import keras
 import tensorflow as tf
@@ -703,7 +703,8 @@ def get(identifier: str | type[DebiasedLoss] | DebiasedLoss | Mapping[str, Any],
             raise TypeError(f"Options {sorted(options)} apply to a loss key or class, not "
                             f"to a {type(identifier).__name__}; set them in the loss.")
     if isinstance(identifier, DebiasedLoss):
-        return identifier
+        # cast: Keras's Loss is untyped, so mypy cannot rule out type[DebiasedLoss] here
+        return cast(DebiasedLoss, identifier)
     if isinstance(identifier, Mapping):
         if not isinstance(identifier.get("class_name"), str):
             raise ValueError("A loss config dict needs a 'class_name' (as produced by "

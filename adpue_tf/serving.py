@@ -489,7 +489,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
         raise TypeError(f"`model` must be a keras.Model, got {type(model).__name__}.")
     net = model.net if isinstance(model, DebiasedModel) else model
     specs = _feature_specs(net)
-    feature_shape = _feature_shape(net) if specs is None else None
+    feature_shape: tuple[int | None, ...] = _feature_shape(net) if specs is None else ()
     parse_spec = example_spec(specs) if specs is not None else None
     logits_out = _resolve_from_logits(model, from_logits)
     if not isinstance(overwrite, bool):
@@ -514,11 +514,13 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
         return outputs(net(features, training=False))
 
     def serve_named(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        assert specs is not None  # the feature-dict endpoints exist only with specs
         features = {k: tf.ensure_shape(v, specs[k].shape, name=f"{k}_shape")
                     for k, v in features.items()}
         return outputs(net(features, training=False))
 
     def serve_examples(examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        assert specs is not None and parse_spec is not None
         parsed = tf.io.parse_example(examples, parse_spec)
         return outputs(net({k: tf.cast(v, specs[k].dtype) for k, v in parsed.items()},
                            training=False))
