@@ -211,7 +211,7 @@ def write_tfrecords(root, files=4, rows_per_file=48, seed=7):
         for f in range(files):
             path = os.path.join(root, f"{part}-{f:02d}.tfrecord")
             with tf.io.TFRecordWriter(path) as writer:
-                for r in range(rows_per_file):
+                for _row in range(rows_per_file):
                     x = rng.normal(size=DIM).astype(np.float32)
                     ex = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
                           "file": tf.train.Feature(int64_list=tf.train.Int64List(value=[f])),
