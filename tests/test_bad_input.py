@@ -707,9 +707,10 @@ def _h_recipe_call(sources, rows=6, x=None):
 
 def _h_cli(*argv):
     def call(tmp):
-        from adpue_tf import cli
         import contextlib
         import io
+
+        from adpue_tf import cli
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err):

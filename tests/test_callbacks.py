@@ -8,6 +8,7 @@ import pytest
 
 import adpue_tf as adp
 from adpue_tf import synthetic
+
 from serialization import assert_round_trip
 
 

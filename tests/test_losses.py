@@ -390,8 +390,8 @@ def test_bad_surrogate(value, err):
 
 # --- issue 10: wrong data, from_logits, non-finite values, checks in graph mode ------------
 
-import reference as ref  # noqa: E402
-from adpue_tf.labels import pack_e, pack_pu, pack_sse, pack_u  # noqa: E402
+from adpue_tf.labels import pack_e  # noqa: E402
+
 
 def _pue(w=(1, 0), e=(1, 0)):
     return np.concatenate([pack_pu(list(w)), pack_e(list(e))])

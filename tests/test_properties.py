@@ -27,9 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adpue_tf as adp
-import reference as ref
 from adpue_tf import _batch, correction
 from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_sse, pack_u
+
+import reference as ref
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
