@@ -36,7 +36,8 @@ from adpue_tf._numpy import sigmoid
 from adpue_tf.experiments.linear_fit import LinearFit, fit_linear
 from adpue_tf.labels import check_binary, check_finite, pack_pu
 
-__all__ = ["SAREM", "RatioEstimator", "RatioFit", "fit_ratio", "sar_em_posterior"]
+__all__ = ["SAREM", "RatioEstimator", "RatioFit", "fit_logistic", "fit_ratio",
+           "sar_em_posterior"]
 
 
 def sar_em_posterior(f: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -112,20 +113,47 @@ def fit_ratio(x_pu: Any, w: Any, x_e: Any, e: Any, *, theta_floor: float = 1e-6,
         (1, 200)
     """
     theta_floor = _check_float("theta_floor", theta_floor, positive=True, high=1.0)
-    parts = []
-    for xn, yn, x, y in (("x_pu", "w", x_pu, w), ("x_e", "e", x_e, e)):
-        x = np.asarray(check_finite(xn, x), np.float32)
-        y = _binary(yn, y)
-        if x.ndim != 3 or y.shape != x.shape[:2]:
-            raise ValueError(f"`{xn}` must be (trials, rows, features) and `{yn}` (trials, rows) "
-                             f"with the same trials and rows; got {x.shape} and {y.shape}.")
-        parts.append((x, np.stack([pack_pu(r) for r in y])))
-    if parts[0][0].shape[::2] != parts[1][0].shape[::2]:
-        raise ValueError(f"`x_e` has shape {parts[1][0].shape}; it needs the trials and "
-                         f"features of `x_pu` {parts[0][0].shape}.")
-    q, theta = (fit_linear(x, y, risks.logit, steps=steps, learning_rate=learning_rate, l2=l2)
-                for x, y in parts)
+    x_pu, x_e = (np.asarray(check_finite(n, v), np.float32) for n, v in (("x_pu", x_pu), ("x_e", x_e)))
+    if x_pu.ndim == x_e.ndim == 3 and x_pu.shape[::2] != x_e.shape[::2]:
+        raise ValueError(f"`x_e` has shape {x_e.shape}; it needs the trials and "
+                         f"features of `x_pu` {x_pu.shape}.")
+    q, theta = (fit_logistic(x, y, l2=l2, steps=steps, learning_rate=learning_rate,
+                             names=names)
+                for x, y, names in ((x_pu, w, ("x_pu", "w")), (x_e, e, ("x_e", "e"))))
     return RatioFit(q, theta, theta_floor)
+
+
+def fit_logistic(x: Any, y: Any, *, l2: float = 0.0, steps: int = 200,
+                 learning_rate: float = 0.05, names: tuple[str, str] = ("x", "y")) -> LinearFit:
+    """Logistic regression of a 0/1 label, every trial at once: the ratio's ``q̂`` and ``θ̂``.
+
+    :func:`fit_linear` with ``risks.logit`` (the label as ``W`` of PU rows):
+    minimises ``mean(BCE) + l2·‖w‖²`` by full-batch Adam from zero. Table 1's
+    IPS column takes its ``θ̂`` from here too.
+
+    Args:
+        x: features ``(trials, rows, features)``.
+        y: labels in {0, 1}, ``(trials, rows)``.
+        l2, steps, learning_rate: :func:`fit_linear`'s options.
+        names: the names of ``x`` and ``y`` in error messages.
+
+    Returns:
+        The fitted :class:`~adpue_tf.experiments.linear_fit.LinearFit`.
+
+    Example:
+        >>> x = np.array([[[-1.0], [1.0], [-2.0], [2.0]]])
+        >>> fit = fit_logistic(x, [[0, 1, 1, 0]], steps=5)
+        >>> fit.weights.shape, fit.bias.shape
+        ((1, 1), (1,))
+    """
+    xn, yn = names
+    x = np.asarray(check_finite(xn, x), np.float32)
+    y = _binary(yn, y)
+    if x.ndim != 3 or y.shape != x.shape[:2]:
+        raise ValueError(f"`{xn}` must be (trials, rows, features) and `{yn}` (trials, rows) "
+                         f"with the same trials and rows; got {x.shape} and {y.shape}.")
+    packed = np.stack([pack_pu(r) for r in y])
+    return fit_linear(x, packed, risks.logit, steps=steps, learning_rate=learning_rate, l2=l2)
 
 
 # --------------------------------------------------------- one-trial views

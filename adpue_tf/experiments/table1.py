@@ -203,11 +203,17 @@ def _parts(st: _Stack, t: int, source: Source) -> np.ndarray:
     return st.y[t, :, 2] == int(source)
 
 
+def _same_positions(st: _Stack, rows: np.ndarray, source: Source) -> None:
+    """Every trial holds its rows of ``source`` where trial 0 does (so they slice as one)."""
+    if not all((_parts(st, t, source) == rows).all() for t in range(len(st.x))):
+        raise ValueError(f"every trial must hold its {source.name} rows at the same positions")
+
+
 def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
     """q̂(w=1|x) from the PU rows, θ̂(e=1|x) from the E rows; score = q̂/θ̂ - 1/2."""
     pu, e = _parts(st, 0, Source.PU), _parts(st, 0, Source.E)
-    if not all((_parts(st, t, Source.PU) == pu).all() for t in range(len(st.x))):
-        raise ValueError("every trial must hold its PU rows at the same positions")
+    _same_positions(st, pu, Source.PU)
+    _same_positions(st, e, Source.E)
     fit = baselines.fit_ratio(st.x[:, pu], st.y[:, pu, 0], st.x[:, e], st.y[:, e, 1],
                               l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate)
     return lambda x: fit.predict_proba(x) - 0.5
@@ -247,13 +253,14 @@ def em_note(cfg: LinearBenchConfig) -> str:
 def _ips(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
     """IPS (Saito et al. 2020): BCE on ``W`` weighted by ``1/max(θ̂, ips_clip)`` (``risks.ips``).
 
-    ``θ̂(e=1|x)``: a logistic regression of ``E`` on the trial's E rows (the
-    same fit as Ratio's ``θ̂``: ``l2``, ``steps``), passed in label column 3.
+    ``θ̂(e=1|x)``: a logistic regression of ``E`` on the trial's E rows (Ratio's
+    ``θ̂``, :func:`~adpue_tf.experiments.baselines.fit_logistic`: ``l2``,
+    ``steps``), passed in label column 3.
     """
-    e_rows = st.y[..., 2] == int(Source.E)
-    y_e = np.zeros_like(st.y)
-    y_e[..., 0] = st.y[..., 1]  # E as the label of a logistic regression on the E rows
-    theta = _fit(st, _risk("Logit"), cfg, y=y_e, sample_weight=e_rows.astype(np.float32))
+    e = _parts(st, 0, Source.E)
+    _same_positions(st, e, Source.E)
+    theta = baselines.fit_logistic(st.x[:, e], st.y[:, e, 1], l2=cfg.l2, steps=cfg.steps,
+                                   learning_rate=cfg.learning_rate)
     dagger = sigmoid(theta.logits(st.x))
     y4 = np.concatenate([st.y, dagger[..., None]], axis=-1).astype(np.float32)
     return _fit(st, _risk("IPS"), cfg, y=y4, clip=cfg.ips_clip).logits

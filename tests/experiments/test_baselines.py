@@ -308,3 +308,13 @@ def test_predict_checks(ratio_linear, sarem):
         ratio_linear.predict(_nan(X))
     with pytest.raises(ValueError, match="`x`"):
         sarem.predict_propensity(X)  # fitted on 3 features
+
+
+def test_fit_logistic_names_its_arguments():
+    with pytest.raises(ValueError, match="`x_e` must be \\(trials, rows, features\\)"):
+        baselines.fit_logistic(X, Y, names=("x_e", "e"))
+    with pytest.raises(ValueError, match="`y` must hold only 0 and 1"):
+        baselines.fit_logistic(X[None], Y[None] * 2)
+    fit = baselines.fit_logistic(X[None], Y[None], steps=300)
+    want = _lr(X, Y)(X)[:, 1]
+    np.testing.assert_allclose(fit.logits(X[None])[0], np.log(want / (1 - want)), atol=1e-3)
