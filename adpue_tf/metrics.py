@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
@@ -258,6 +259,15 @@ def exposed_accuracy(from_logits: bool = False, *,
     return SourceMetric(acc, sources=[Source.SSE], label="w", exposed_only=True, name=name)
 
 
+class _Untracked:
+    """A reference Keras does not track (a plain object, not a list or a Metric)."""
+
+    __slots__ = ("tracker",)
+
+    def __init__(self, tracker: Any) -> None:
+        self.tracker = tracker
+
+
 @_register
 class RiskTracker(keras.metrics.Metric):
     """Means over steps of all four parts of :class:`RiskTerms` in one metric.
@@ -307,12 +317,15 @@ class RiskTracker(keras.metrics.Metric):
         # that have seen that batch): lets the views of risk_metrics share a step.
         self._batches: dict[tuple[int, int, int], tuple[tuple[Any, ...], set[int]]] = {}
         self._views = 0  # how many RiskMetric read this tracker
+        self._updates = 0  # update_state calls traced so far (keys the means' cache)
+        self._means_cache = _Untracked(None)
 
     def update_state(self, terms: Any, y_pred: Any = None, sample_weight: Any = None) -> None:
         """Add one step: ``update_state(terms)`` or ``update_state(y_true, y_pred[, sw])``."""
         if y_pred is None:
             parts = [ops.cast(getattr(terms, p), "float32") for p in RISK_METRIC_NAMES]
             self.total.assign_add(ops.stack([*parts, ops.ones((), "float32")]))
+            self._updates += 1
             return
         if self.loss is None:
             raise ValueError("This RiskTracker has no `loss`: feed it RiskTerms "
@@ -343,13 +356,33 @@ class RiskTracker(keras.metrics.Metric):
             self._batches.pop(next(iter(self._batches)))
         self.update_state(y_true, y_pred, sample_weight)
 
+    def means(self) -> list[Any]:
+        """The four means (risk, R+, R-, fired), as :meth:`result` in a list.
+
+        Inside a traced step (without a distribution strategy) they are
+        computed once for all the :class:`RiskMetric` views that read them (one
+        read, one division), after the step's update.
+        """
+        if tf.executing_eagerly() or tf.distribute.has_strategy():
+            return self._compute_means()  # replicas read their own (sync-on-read) totals
+        graph = tf.compat.v1.get_default_graph()
+        cached = self._means_cache.tracker
+        if cached is None or cached[0] is not graph or cached[1] != self._updates:
+            cached = (graph, self._updates, self._compute_means())
+            self._means_cache.tracker = cached
+        return cached[2]
+
+    def _compute_means(self) -> list[Any]:
+        total = ops.convert_to_tensor(self.total)
+        return ops.unstack(ops.divide_no_nan(total, total[4]), num=5)[:4]
+
     def result(self) -> dict[str, Any]:
-        mean = ops.divide_no_nan(self.total[:4], self.total[4])
-        return {name: mean[i] for i, name in enumerate(RISK_METRIC_NAMES.values())}
+        return dict(zip(RISK_METRIC_NAMES.values(), self.means()))
 
     def reset_state(self) -> None:
         self.total.assign(ops.zeros((5,), "float32"))
         self._batches.clear()
+        self._updates += 1
 
     def get_config(self) -> dict[str, Any]:
         config = {"name": self.name, "dtype": self.dtype}
@@ -370,13 +403,6 @@ _REVIVED_TRACKERS: "weakref.WeakKeyDictionary[DebiasedLoss, RiskTracker]" = (
     weakref.WeakKeyDictionary())
 
 
-class _Untracked:
-    """A reference Keras does not track (a plain object, not a list or a Metric)."""
-
-    __slots__ = ("tracker",)
-
-    def __init__(self, tracker: RiskTracker) -> None:
-        self.tracker = tracker
 
 
 @_register
@@ -452,8 +478,7 @@ class RiskMetric(keras.metrics.Metric):
         self.tracker._read_batch(self, y_true, y_pred, sample_weight)
 
     def result(self) -> Any:
-        total, i = self.tracker.total, list(RISK_METRIC_NAMES).index(self.part)
-        return ops.divide_no_nan(total[i], total[4])
+        return self.tracker.means()[list(RISK_METRIC_NAMES).index(self.part)]
 
     def reset_state(self) -> None:
         self.tracker.reset_state()

@@ -262,6 +262,30 @@ def test_plain_model_computes_the_risk_once_per_step(jit):
     assert len(model.metrics_variables) == 3  # loss total and count, one risk total
 
 
+def _train_step_nodes(loss, metric_list):
+    """Nodes of one traced train step (its graph and the functions it calls)."""
+    x, y = _pue_data(n=40)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("adam", loss=loss, metrics=metric_list)
+    model.optimizer.build(model.trainable_variables)
+    graph = tf.function(model.train_step).get_concrete_function(
+        (tf.constant(x), tf.constant(y))).graph.as_graph_def()
+    return len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
+
+
+def test_risk_metrics_add_a_few_graph_nodes_not_a_risk_per_metric():
+    without = _train_step_nodes(adp.ADPUELoss(from_logits=True), None)
+    loss = adp.ADPUELoss(from_logits=True)
+    shared = _train_step_nodes(loss, metrics.risk_metrics(loss))
+    # each metric of its own computes the risk again (the former risk_metrics)
+    own = _train_step_nodes(loss, [metrics.RiskMetric(adp.ADPUELoss(from_logits=True), part=p)
+                                   for p in metrics.RISK_METRIC_NAMES])
+    # one update (read, add, assign) and one division/unstack for the four results
+    assert shared - without <= 20
+    assert own - without > 10 * (shared - without)
+
+
 def test_weighted_metrics_read_the_weighted_terms_and_metrics_the_unweighted():
     x, y = _pue_data()
     sw = np.random.default_rng(1).uniform(0.2, 2.0, len(y)).astype(np.float32)
