@@ -9,7 +9,8 @@ rescale a scalar loss.
 Every check here runs in eager mode (a ``ValueError`` naming the argument) and
 inside ``fit``/``tf.function`` (a ``tf.errors.InvalidArgumentError`` with the
 same words, from ``tf.debugging.Assert``). XLA compiles ``Assert`` to a no-op,
-so under ``jit_compile=True`` only the static (trace-time) checks remain.
+so under ``jit_compile=True`` (Keras's ``"auto"`` on a GPU) only the static
+(trace-time) checks remain.
 """
 
 from __future__ import annotations

@@ -27,6 +27,27 @@ Only :meth:`compute_loss` is overridden: Keras's own ``train_step`` and
 precision and distribution strategies behave as for any Keras model, and
 validation computes the same debiased risk on held-out PU/E data.
 
+Nothing silent (issue 10). ``compile`` refuses a net or ``initial_dagger``
+that ends in a sigmoid when the loss has ``from_logits=True``; the loss
+refuses outputs outside ``[0, 1]`` when ``from_logits=False``, and batches of
+sources it does not read. Each step checks that the features (every floating
+input), the net's output and the loss are finite, and the gradient of the
+loss waits for these checks (``tf.custom_gradient``), so a NaN feature, a
+huge one (``3e38``: outputs beyond ``±1e4``) or an overflowing loss stops
+``fit`` with an error that says which, before the optimizer updates any
+weight (only its ``iterations`` counter may have advanced). Keras's
+``TerminateOnNaN`` is different: it reads the logged loss after the step, when
+the weights already hold the NaN update. A plain model compiled with one of
+our losses gets the loss and output checks, not the feature check (a ReLU can
+hide a NaN feature from the output while the first layer's gradient is NaN):
+``tf.debugging.enable_check_numerics()`` is TensorFlow's documented way to
+stop at the first non-finite value of any op, gradients included, at a cost
+in speed. The checks are ``tf.debugging.Assert`` ops, which XLA compiles away:
+under ``jit_compile=True`` only the trace-time checks remain, and Keras's
+default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
+CPU, nor under a distribution strategy): compile with ``jit_compile=False``
+to keep the runtime checks there.
+
 Example:
     >>> import keras, adpue_tf as adp
     >>> net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
@@ -328,7 +349,10 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         # gradient) waits for these checks, so no step applies a NaN update.
         stop = ("DebiasedModel: training stops before the weights are updated, as the "
                 "batch cannot give a finite step:")
-        features = {f"x[{i}]": t for i, t in enumerate(tf.nest.flatten(x))}
+        if isinstance(x, dict):
+            features = {f"x[{k!r}]": t for k, t in x.items() if not isinstance(t, (dict, list))}
+        else:
+            features = {f"x[{i}]": t for i, t in enumerate(tf.nest.flatten(x))}
         checks = finite_checks({**features, "the output of `net`": y_pred}, stop)
         y_pred = with_checks(y_pred, checks)
         y = ops.cast(ops.convert_to_tensor(y), "float32")
