@@ -223,9 +223,27 @@ def _feature(values: Any) -> tf.train.Feature:
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(v) for v in arr]))
 
 
+def _write_file(sim: AdLogSimulator, seed: int, chunk: int, path: str, label: str | None,
+                size: int, stream: int) -> None:
+    """Write one file of ``size`` rows, chunk ``j`` drawn with row seed ``stream + j + 1``."""
+    with tf.io.TFRecordWriter(path) as writer:
+        for start in range(0, size, chunk):
+            stream += 1
+            batch = sim.sample(min(chunk, size - start), seed=seed * 1_000_003 + stream)
+            labels = ({label: getattr(batch, label)} if label else
+                      {"y": batch.y, "p_y": batch.p_y, "theta": batch.theta})
+            names = sorted(batch.features)
+            for r in range(len(batch)):
+                feats = {n: _feature(batch.features[n][r]) for n in names}
+                feats.update({n: _feature(v[r]) for n, v in labels.items()})
+                writer.write(tf.train.Example(
+                    features=tf.train.Features(feature=feats)).SerializeToString())
+
+
 def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed: int = 0,
                  eval_rows: int = 20_000, exposure_share: float = 0.5,
-                 config: AdLogConfig | None = None, chunk: int = 100_000) -> dict[str, Any]:
+                 config: AdLogConfig | None = None, chunk: int = 100_000,
+                 workers: int = 1) -> dict[str, Any]:
     """Simulate an ad log and write it as TFRecord shards of ``tf.Example``.
 
     ``rows`` logged requests are split between the PU log (``W`` kept, share
@@ -243,6 +261,8 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
         exposure_share: share of the logged rows in the exposure log, in (0, 1).
         config: the generator's sizes and strengths.
         chunk: rows generated at a time (memory stays flat in ``rows``).
+        workers: processes writing files in parallel (each file's rows have
+            their own seeds, so the files hold the same rows for any ``workers``).
 
     Returns:
         The contents of ``meta.json``.
@@ -260,6 +280,7 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
     shards = check_int("shards", shards, 1)
     eval_rows = check_int("eval_rows", eval_rows, 1)
     chunk = check_int("chunk", chunk, 1)
+    workers = check_int("workers", workers, 1)
     if isinstance(exposure_share, bool) or not 0.0 < float(exposure_share) < 1.0:
         raise ValueError(f"`exposure_share` must be in (0, 1), got {exposure_share!r}.")
     out = Path(out_dir)
@@ -271,6 +292,7 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
     counts = {"pu": rows - n_e, "exposure": n_e, "eval": eval_rows}
     parts = {"pu": ("w", shards), "exposure": ("e", shards), "eval": (None, 1)}
     files: dict[str, list[str]] = {}
+    jobs = []
     stream = 0  # every chunk of every file gets its own row seed
     for part, (label, k) in parts.items():
         (out / part).mkdir(parents=True, exist_ok=True)
@@ -278,19 +300,21 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
         sizes = np.diff(np.linspace(0, counts[part], k + 1).round().astype(int))
         for s, size in enumerate(sizes):
             path = out / part / f"part-{s:05d}-of-{k:05d}.tfrecord"
-            with tf.io.TFRecordWriter(str(path)) as writer:
-                for start in range(0, int(size), chunk):
-                    stream += 1
-                    batch = sim.sample(min(chunk, int(size) - start), seed=seed * 1_000_003 + stream)
-                    labels = ({label: getattr(batch, label)} if label else
-                              {"y": batch.y, "p_y": batch.p_y, "theta": batch.theta})
-                    names = sorted(batch.features)
-                    for r in range(len(batch)):
-                        feats = {n: _feature(batch.features[n][r]) for n in names}
-                        feats.update({n: _feature(v[r]) for n, v in labels.items()})
-                        writer.write(tf.train.Example(
-                            features=tf.train.Features(feature=feats)).SerializeToString())
+            jobs.append((str(path), label, int(size), stream))
+            stream += -(-int(size) // chunk)
             files[part].append(str(path.relative_to(out)))
+    if workers == 1:
+        for job in jobs:
+            _write_file(sim, seed, chunk, *job)
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        # spawn: a forked TensorFlow runtime is not safe in the children
+        with concurrent.futures.ProcessPoolExecutor(
+                min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            for done in [pool.submit(_write_file, sim, seed, chunk, *job) for job in jobs]:
+                done.result()
     c = sim.config
     meta = {
         "format": FORMAT,

@@ -118,6 +118,23 @@ def test_write_ad_log_shards_and_meta(tmp_path):
     np.testing.assert_allclose(ev["theta"], sim.theta(ev), rtol=1e-5)
 
 
+@pytest.mark.slow
+def test_parallel_workers_write_the_same_files(tmp_path):
+    kwargs = dict(rows=301, shards=3, seed=7, eval_rows=40, chunk=17,
+                  config=AdLogConfig(n_users=30, n_items=10, n_campaigns=2))
+    one = write_ad_log(tmp_path / "one", **kwargs)
+    two = write_ad_log(tmp_path / "two", workers=2, **kwargs)
+    assert one == two
+    labels = {"pu": {"w": tf.int64}, "exposure": {"e": tf.int64},
+              "eval": {"y": tf.int64, "p_y": tf.float32, "theta": tf.float32}}
+    for part, spec in labels.items():
+        for name in one["files"][part]:
+            a, b = _parse(tmp_path / "one" / name, spec), _parse(tmp_path / "two" / name, spec)
+            assert len(a["user_id"]) > 0
+            for key in a:  # the same rows (a tf.Example's map may serialise in another order)
+                np.testing.assert_array_equal(a[key], b[key])
+
+
 def test_write_refuses_a_non_empty_directory_and_touches_nothing(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
     with pytest.raises(ValueError, match="not an empty directory"):
@@ -132,6 +149,7 @@ def test_write_refuses_a_non_empty_directory_and_touches_nothing(tmp_path):
     (dict(rows=10, exposure_share=1.0), ValueError, "exposure_share"),
     (dict(rows=10, eval_rows=0), ValueError, "eval_rows"),
     (dict(rows=2.5), TypeError, "rows"),
+    (dict(rows=10, workers=0), ValueError, "workers"),
 ])
 def test_write_bad_arguments(tmp_path, kwargs, error, words):
     with pytest.raises(error, match=words):
