@@ -126,6 +126,20 @@ def _check_probabilities(z: Any, name: str) -> Any:
                                     tf.reduce_min(z), tf.reduce_max(z))])
 
 
+def probability_to_logit(p: Any) -> Any:
+    """``log(p) - log(1 - p)`` of ``p`` clipped to ``[1e-7, 1 - 1e-7]``, in float32.
+
+    The package's one probability-to-logit conversion (losses, serving, the
+    Ratio model): extreme probabilities give finite logits.
+
+    Example:
+        >>> [round(float(v), 4) for v in probability_to_logit([0.5, 0.0, 1.0])]
+        [0.0, -16.1181, 15.9424]
+    """
+    p = ops.clip(ops.cast(p, "float32"), _EPS, 1.0 - _EPS)
+    return ops.log(p) - ops.log1p(-p)
+
+
 def to_logits(y_pred: Any, from_logits: bool, name: str = "`y_pred`") -> Any:
     """Model output as float32 logits of shape ``(batch,)``.
 
@@ -162,8 +176,7 @@ def to_logits(y_pred: Any, from_logits: bool, name: str = "`y_pred`") -> Any:
                       MAX_LOGIT if from_logits else 1.0)
     if from_logits:
         return ops.clip(z, -MAX_LOGIT, MAX_LOGIT)
-    p = ops.clip(_check_probabilities(z, name), _EPS, 1.0 - _EPS)
-    return ops.log(p) - ops.log1p(-p)
+    return probability_to_logit(_check_probabilities(z, name))
 
 
 def _check_eager(y_true: Any) -> None:

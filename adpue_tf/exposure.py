@@ -39,14 +39,13 @@ import keras
 import numpy as np
 from keras import ops
 
+from adpue_tf._batch import probability_to_logit
 from adpue_tf._numpy import sigmoid
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = ["fit_exposure_model", "fit_logistic", "fit_ratio_model", "RatioModel"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
-#: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking logits.
-_EPS = 1e-7
 
 
 def _check_nonneg(name: str, value: Any, *, below_one: bool = False) -> float:
@@ -268,8 +267,7 @@ class RatioModel(keras.Model):
         ratio = ops.clip(q / ops.maximum(theta, self.theta_floor), 0.0, 1.0)
         if not self.logits:
             return ratio
-        p = ops.clip(ratio, _EPS, 1.0 - _EPS)
-        return ops.log(p) - ops.log1p(-p)
+        return probability_to_logit(ratio)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return (input_shape[0], 1)

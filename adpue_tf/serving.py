@@ -30,6 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._batch import probability_to_logit
 from adpue_tf.model import DebiasedModel
 
 __all__ = ["EXAMPLES_INPUT", "EXAMPLES_SIGNATURE", "INPUT_NAME", "SIGNATURE_NAME",
@@ -47,9 +48,6 @@ EXAMPLES_INPUT = "examples"
 WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 #: Signature keys TF accepts (they become op names).
 _KEY = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*")
-#: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking log-odds
-#: (the same bound as the losses use).
-_EPS = 1e-7
 
 
 def serving_path(base: str | os.PathLike, name: str, version: int) -> str:
@@ -503,8 +501,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             out = tf.reshape(out, (-1, 1))
         if logits_out:
             return {"probability": tf.sigmoid(out), "logit": out}
-        p = tf.clip_by_value(out, _EPS, 1.0 - _EPS)
-        return {"probability": out, "logit": tf.math.log(p) - tf.math.log1p(-p)}
+        return {"probability": out, "logit": probability_to_logit(out)}
 
     def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
         # Checked when served: a wrong width or rank fails here, naming the input
