@@ -1,0 +1,82 @@
+"""benchmarks/ads_scale.py on a tiny simulated ad log, so that its code path cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("keras")
+from adpue_tf.synthetic.ad_log import read_ad_log_meta  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("ads_scale", ROOT / "benchmarks" / "ads_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_auc_matches_pair_count(bench):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    s = np.round(rng.random(300), 1)  # many ties
+    pos, neg = s[y == 1], s[y == 0]
+    pairs = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    assert bench.auc(y, s) == pytest.approx(pairs / (len(pos) * len(neg)), abs=1e-12)
+
+
+def test_scores_exact_values(bench):
+    truth = {"y": np.array([1, 0, 1, 0]), "p_y": np.array([0.9, 0.1, 0.6, 0.4]),
+             "theta": np.array([0.01, 0.5, 0.5, 0.02])}
+    out = bench.scores(np.array([0.85, 0.35, 0.65, 0.15]), truth)  # none on a bin edge
+    assert out["mae"] == pytest.approx((0.05 + 0.25 + 0.05 + 0.25) / 4)
+    assert out["mae_rarely_shown"] == pytest.approx((0.05 + 0.25) / 2)
+    ll = -(np.log(0.85) + np.log(0.65) + np.log(0.65) + np.log(0.85)) / 4
+    assert out["log_loss"] == pytest.approx(ll)
+    assert out["auc"] == 1.0
+    cal = {c["bin"]: c for c in out["calibration"] if c["n"]}
+    assert sorted(cal) == ["0.1-0.2", "0.3-0.4", "0.6-0.7", "0.8-0.9"]
+    assert cal["0.8-0.9"]["mean_true_p"] == pytest.approx(0.9)
+    # ECE: |pred - y| per single-row bin
+    assert out["ece"] == pytest.approx((0.15 + 0.35 + 0.35 + 0.15) / 4)
+
+
+@pytest.mark.slow
+def test_every_method_end_to_end_on_a_tiny_log(bench, tmp_path):
+    log = bench.ensure_log(4000, tmp_path, workers=1)
+    meta = read_ad_log_meta(log)
+    assert meta["counts"] == {"pu": 2000, "exposure": 2000, "eval": 50_000}
+    theta = bench.fit_theta(meta, batch_size=256, epochs=1, lr=0.01)
+    theta.save(tmp_path / "theta.keras")
+    for method in bench.METHODS:
+        out = bench.run_method(log, method, chunks=2, batch_size=256, lr=0.01, val_rows=300,
+                               theta_path=str(tmp_path / "theta.keras"))
+        assert out["steps"] > 0 and out["train_rows"] == out["steps"] * 256
+        assert out["best_chunk"] in (1, 2) and len(out["val_exposure_nll"]) == 2
+        assert np.isfinite(out["val_exposure_nll"]).all()
+        e = out["eval"]
+        assert 0.0 < e["mae"] < 1.0 and 0.0 < e["auc"] < 1.0 and np.isfinite(e["log_loss"])
+        assert out["p_hat"].shape == (50_000,) and out["peak_rss_mb"] > 0
+
+
+@pytest.mark.slow
+def test_main_writes_report_plot_and_json(bench, tmp_path):
+    out = tmp_path / "res" / "ads.md"
+    bench.main(["--rows", "3000", "--log-dir", str(tmp_path / "logs"), "--out", str(out),
+                "--batch-size", "256", "--chunks", "2", "--val-rows", "300", "--lr", "0.01",
+                "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "2"])
+    text = out.read_text()
+    for needle in ("## Accuracy at 3,000 logged rows", "## Training throughput",
+                   "## Peak resident memory", "## Targets", "ADPUE MAE to p"):
+        assert needle in text
+    assert (tmp_path / "res" / "ads_calibration.png").stat().st_size > 1000
+    data = json.loads((tmp_path / "res" / "ads.json").read_text())
+    assert set(data["results"]["3000"]["methods"]) == set(bench.METHODS)
+    assert set(data["throughput"]) >= set(bench.METHODS)
