@@ -456,6 +456,12 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
 
 
+def _ran(results: dict) -> list[str]:
+    """The methods in the results, in the order of METHODS + EXTRA."""
+    first = next(iter(results.values()))["methods"]
+    return [m for m in METHODS + EXTRA if m in first]
+
+
 def report(args: argparse.Namespace, results: dict, tp: dict | None, command: str) -> str:
     sizes = sorted(results, key=int)
     big = sizes[-1]
@@ -493,7 +499,7 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
               "training shards (one pass per epoch); used by IPS (clip "
               f"{IPS_CLIP}) and by the validation score.", ""]
     lines += ["| method | what it trains |", "|---|---|"]
-    lines += [f"| `{m}` | {DESCRIPTIONS[m]} |" for m in METHODS]
+    lines += [f"| `{m}` | {DESCRIPTIONS[m]} |" for m in _ran(results)]
     for size in reversed(sizes):
         r = results[size]
         lines += ["", f"## Accuracy at {int(size):,} logged rows", "",
@@ -503,7 +509,7 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
                   "| method | MAE to true p | MAE, rarely shown (θ<0.05) | log-loss on Y | "
                   "AUC on Y | ECE on Y | mean p̂ | best chunk | train rows/s | "
                   "peak RSS (MB) |", "|---|---|---|---|---|---|---|---|---|---|"]
-        for m in METHODS:
+        for m in _ran(results):
             x = r["methods"][m]
             e = x["eval"]
             lines.append(f"| `{m}` | {_fmt(e['mae'])} | {_fmt(e['mae_rarely_shown'])} | "
@@ -518,11 +524,11 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
     lines += ["", f"## Calibration at {int(big):,} logged rows", "",
               "Ten equal-width bins of the prediction: mean prediction / mean true p / "
               "mean Y (rows). Plot: `ads_scale_calibration.png`.", "",
-              "| bin | " + " | ".join(f"`{m}`" for m in METHODS) + " |",
-              "|---|" + "---|" * len(METHODS)]
+              "| bin | " + " | ".join(f"`{m}`" for m in _ran(results)) + " |",
+              "|---|" + "---|" * len(_ran(results))]
     for b in range(10):
         cells = []
-        for m in METHODS:
+        for m in _ran(results):
             cb = res["methods"][m]["eval"]["calibration"][b]
             cells.append("—" if not cb["n"] else
                          f"{cb['mean_pred']:.3f} / {cb['mean_true_p']:.3f} / {cb['mean_y']:.3f} "
@@ -542,7 +548,7 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
                   "| method | rows/s | ratio to bce | paired ratio | CPU µs/row | CPU ratio "
                   "(bce/method) |", "|---|---|---|---|---|---|"]
         b = tp["bce"]
-        for m in METHODS:
+        for m in _ran(results):
             if m not in tp:
                 continue
             x = tp[m]
@@ -555,14 +561,14 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
               "each method's training run, and a full pass of the training pipeline "
               "(`read_tfrecords` → `pue_dataset`, every training row of the log, no model).",
               "", "| logged rows | full pipeline pass (rows, rows/s) | θ̂ fit | "
-              + " | ".join(f"`{m}`" for m in METHODS) + " |",
-              "|---|---|---|" + "---|" * len(METHODS)]
+              + " | ".join(f"`{m}`" for m in _ran(results)) + " |",
+              "|---|---|---|" + "---|" * len(_ran(results))]
     for size in sizes:
         r = results[size]
         mem = r["memory"]
         lines.append(f"| {int(size):,} | {mem['peak_rss_mb']:.0f} ({mem['rows']:,}, "
                      f"{mem['rows_per_s']:,.0f}) | {r['theta']['peak_rss_mb']:.0f} | "
-                     + " | ".join(f"{r['methods'][m]['peak_rss_mb']:.0f}" for m in METHODS)
+                     + " | ".join(f"{r['methods'][m]['peak_rss_mb']:.0f}" for m in _ran(results))
                      + " |")
     lines += ["", "## Targets", ""]
     lines += targets(results, tp)
@@ -616,7 +622,7 @@ def plot(results: dict, path: Path) -> None:
     size = sorted(results, key=int)[-1]
     r = results[size]["methods"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    for m in METHODS:
+    for m in _ran(results):
         cal = [c for c in r[m]["eval"]["calibration"] if c["n"]]
         axes[0].plot([c["mean_pred"] for c in cal], [c["mean_y"] for c in cal], "o-",
                      label=f"{m} (MAE {r[m]['eval']['mae']:.3f})")
@@ -648,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--val-rows", type=int, default=50_000)
     parser.add_argument("--max-train-rows", type=int, default=None,
                         help="cap on the rows each method trains on (default: full passes)")
+    parser.add_argument("--extra", action="store_true",
+                        help="also run " + ", ".join(EXTRA) + " (see DESCRIPTIONS)")
     parser.add_argument("--parallel", type=int, default=1,
                         help="method subprocesses run at once")
     parser.add_argument("--throughput-steps", type=int, default=100)
@@ -658,6 +666,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ads_scale.md"))
     parser.add_argument("--quick", action="store_true",
                         help="100k logged rows, batch 1024, 4 chunks, short throughput")
+    parser.add_argument("--from-json", metavar="JSON",
+                        help="re-render the report and plot of an earlier run's JSON")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--log", help=argparse.SUPPRESS)
     parser.add_argument("--theta", help=argparse.SUPPRESS)
@@ -673,8 +683,13 @@ def main(argv: list[str] | None = None) -> int:
         argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.from_json:
+        data = json.loads(Path(args.from_json).read_text())
+        _write(args, data["results"], data["throughput"], data.get("command", command), out)
+        return 0
     work = Path(args.log_dir)
     results: dict[str, Any] = {}
+    methods = METHODS + (EXTRA if args.extra else ())
     for rows in sorted(args.rows):
         log = ensure_log(rows, work, args.workers)
         theta = log / "theta.keras"
@@ -686,10 +701,10 @@ def main(argv: list[str] | None = None) -> int:
             import concurrent.futures
 
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-                done = {m: pool.submit(_in_subprocess, args, m, log, theta) for m in METHODS}
+                done = {m: pool.submit(_in_subprocess, args, m, log, theta) for m in methods}
                 res["methods"] = {m: f.result() for m, f in done.items()}
         else:
-            for m in METHODS:
+            for m in methods:
                 res["methods"][m] = _in_subprocess(args, m, log, theta)
         meta = read_ad_log_meta(log)
         _, truth = eval_data(meta, 8192)
@@ -702,13 +717,18 @@ def main(argv: list[str] | None = None) -> int:
         log = Path(results[big]["log"])
         tp = _in_subprocess(args, "throughput", log, log / "theta.keras")
         tp["log_rows"] = int(big)
+    _write(args, results, tp, command, out)
+    return 0
+
+
+def _write(args: argparse.Namespace, results: dict, tp: dict | None, command: str,
+           out: Path) -> None:
     text = report(args, results, tp, command)
     out.write_text(text)
     plot(results, out.with_name(out.stem + "_calibration.png"))
     out.with_suffix(".json").write_text(json.dumps(
-        {"results": results, "throughput": tp}, indent=1, default=float))
+        {"command": command, "results": results, "throughput": tp}, indent=1, default=float))
     print(text)
-    return 0
 
 
 if __name__ == "__main__":
