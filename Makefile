@@ -12,6 +12,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-fast clean
 
+# Both cores, one test file per worker (module fixtures stay shared within a file);
+# `make test PYTEST_PARALLEL=` runs in one process.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile
+
 # The paper's LIBSVM files, where the project sits beside shared/ (CI and the
 # benches work offline); elsewhere the loaders use the Keras cache.
 ifneq ($(wildcard ../shared/data/libsvm),)
@@ -38,11 +42,11 @@ $(FMNIST):
 	$(SUDO) apt-get install -y -qq --no-install-recommends dataset-fashion-mnist
 
 test: $(VENV)/.installed $(FMNIST)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 # The inner loop: everything but the tests marked slow.
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
