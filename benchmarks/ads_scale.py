@@ -68,6 +68,9 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import EpochTimer  # the epoch clock (wall and CPU) of the throughput bench
+
 import adpue_tf as adp
 from adpue_tf.synthetic.ad_log import read_ad_log_meta, write_ad_log
 
@@ -270,18 +273,6 @@ def scores(p_hat: np.ndarray, truth: dict[str, np.ndarray], bins: int = 10) -> d
             "calibration": calib}
 
 
-class _Timer(keras.callbacks.Callback):
-    def on_train_begin(self, logs=None):
-        self.times: list[tuple[float, float]] = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = (time.perf_counter(), time.process_time())
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.times.append((time.perf_counter() - self._start[0],
-                           time.process_time() - self._start[1]))
-
-
 # -- one training run (its own process) ---------------------------------------------
 def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8,
                batch_size: int = 4096, lr: float = 0.03, val_rows: int = 50_000,
@@ -311,7 +302,7 @@ def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8
     if max_train_rows is not None:
         steps = max(1, min(steps, max_train_rows // batch_size))
     chunks = max(1, min(chunks, steps))
-    timer = _Timer()
+    timer = EpochTimer()
     stop = keras.callbacks.EarlyStopping("val_exposure_nll", mode="min", patience=chunks,
                                          restore_best_weights=True)
     history = model.fit(ds, epochs=chunks, steps_per_epoch=steps // chunks,
@@ -410,7 +401,7 @@ def throughput(log: str | Path, *, steps: int, repeats: int, batch_size: int, lr
         ds = train_data(meta, batch_size, 1, seed=0).repeat()
         if prepare is not None:
             ds = prepare(ds)
-        runs[method] = (model, callbacks, iter([None]), _Timer(), ds)
+        runs[method] = (model, callbacks, iter([None]), EpochTimer(), ds)
     times: dict[str, list[tuple[float, float]]] = {m: [] for m in runs}
     epoch = 0
     for r in range(warmup + repeats):

@@ -60,7 +60,7 @@ DESCRIPTIONS = {
 }
 
 
-class _EpochTimer(keras.callbacks.Callback):
+class EpochTimer(keras.callbacks.Callback):
     """Wall and process CPU time of each epoch.
 
     Last in the callback list, so an epoch's time includes the epoch-end
@@ -117,7 +117,7 @@ class _Run:
             self.callbacks.append(adp.RefreshDagger(every_n_epochs=1))
         else:
             raise ValueError(f"unknown variant {name!r}; choose from {VARIANTS}")
-        self.timer = _EpochTimer()
+        self.timer = EpochTimer()
         self.epoch = 0
 
     def epoch_once(self) -> tuple[float, float]:
