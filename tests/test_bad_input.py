@@ -113,7 +113,7 @@ DATA_CASES = [
         "german.numer_scale", b"")(t)),
      (ValueError, r"german.numer_scale: the file is empty")),
     ("libsvm corrupt gzip", lambda t: _datasets.load_libsvm("w8a", verify=False, data_dir=_file(
-        "w8a.gz", _gzip.compress(b"+1 1:1\n" * 9)[:-9])(t)),
+        "w8a.gz", _gzip.compress(b"+1 1:1\n" * 9, mtime=0)[:-9])(t)),
      (ValueError, r"w8a.gz: corrupt gzip file")),
     ("libsvm corrupt bz2", lambda t: _datasets.load_libsvm("w8a", verify=False, data_dir=_file(
         "w8a.bz2", b"BZh9 not bz2")(t)),

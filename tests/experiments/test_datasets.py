@@ -219,12 +219,14 @@ def test_libsvm_corrupt_files_name_file_and_line(tmp_path, content, words):
         D.load_libsvm("australian", data_dir=tmp_path, verify=False)
 
 
+# mtime=0 and explicit ids: a gzip header holds the time it was written, and test ids must be the
+# same in every pytest-xdist worker (they collect separately, possibly a second apart).
 @pytest.mark.parametrize("ext, data", [
-    (".gz", gzip.compress(b"+1 1:0.5\n" * 50)[:-12]),  # cut short
+    (".gz", gzip.compress(b"+1 1:0.5\n" * 50, mtime=0)[:-12]),  # cut short
     (".gz", b"\x1f\x8b" + b"junk" * 10),
     (".bz2", bz2.compress(b"+1 1:0.5\n" * 50)[:-10]),
     (".bz2", b"BZh9" + b"junk" * 10),
-])
+], ids=["gz-cut-short", "gz-junk", "bz2-cut-short", "bz2-junk"])
 def test_libsvm_corrupt_archives_name_the_file(tmp_path, ext, data):
     (tmp_path / ("w8a" + ext)).write_bytes(data)
     kind = ext[1:].replace("gz", "gzip")
