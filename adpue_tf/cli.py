@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     neural.add_argument("--rows", type=int, default=None,
                         help="use a seeded subsample of this many rows (CPU runs)")
     neural.add_argument("--n-test", type=int, default=10_000, help="held-out test rows")
+    neural.add_argument("--val-fraction", type=float, default=0.2,
+                        help="share of PU and E rows held out to choose ADPUE's round")
+    neural.add_argument("--refresh-every", type=int, default=1,
+                        help="epochs per alternate-learning round of ADPUE")
+    neural.add_argument("--theta-epochs", type=int, default=10,
+                        help="epochs of the exposure network used by the selection score")
     for p in (*sub.choices.values(), *kinds.choices.values()):  # also after the command
         p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                        help=_VERBOSE_HELP)
@@ -188,6 +194,9 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         neural = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
                                    n_test=args.n_test, exposure_rate=args.exposure_rate,
+                                   val_fraction=args.val_fraction,
+                                   refresh_every=args.refresh_every,
+                                   theta_epochs=args.theta_epochs,
                                    datasets=args.datasets or bench.NEURAL_DATASETS, **common)
         path = bench.run_neural(neural, args.out, strict=strict, progress=stream)
     print(path.read_text())

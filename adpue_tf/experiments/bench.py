@@ -467,6 +467,13 @@ def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
         f"{cfg.exposure_rate} on a fixed random projection of the inputs to 13 features. "
         f"PNU η = {cfg.pnu_eta}; AD3SE α = {cfg.ad3se_alpha}. **nnPU and PNU are given the "
         "true class prior π_y (oracle input).**", "",
+        f"**ADPUE** is the recommended recipe (as in Table 1): `DebiasedModel` from "
+        f"f†₀ = mean(W), a refresh every {cfg.refresh_every} epoch(s), the round kept by "
+        f"`BestRound` on the exposure likelihood of {cfg.val_fraction:.0%} of the PU and of the E "
+        f"rows held out from training (θ̂: the same network, BCE on the other E rows, "
+        f"{cfg.theta_epochs} epochs); no label Y is read. It trains on "
+        f"{1 - cfg.val_fraction:.0%} of the rows the other methods train on. "
+        "Its accuracy is that of the round kept; the curves show every epoch.", "",
         "Cells: mean ± standard error of the accuracy; the paper's number in parentheses.", ""]
     for name, (ds, why) in loaded.items():
         if ds is None:
@@ -482,6 +489,24 @@ def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
                                             for m in methods])
             lines += ["", f"## {name}, {kind}", "",
                       markdown_table(["separate ratio", *methods], rows)]
+    for name, by_ratio in results.items():
+        stopped = []
+        for ratio, trials in by_ratio.items():
+            for m in methods:
+                at = [str(t[m]["diverged_epoch"]) for t in trials if "diverged_epoch" in t.get(m, {})]
+                if at:
+                    stopped.append(f"{m} at r={ratio}: epoch(s) {', '.join(at)} of {len(trials)} trials")
+        if stopped:
+            lines += ["", f"**{name}: runs stopped because the model's outputs blew up** (logits "
+                      "beyond ±10⁴: a risk unbounded below, such as PNU's uPU part with the "
+                      "logistic loss); each keeps its last weights, and its accuracy is theirs. "
+                      + "; ".join(stopped) + "."]
+        rows = [[str(ratio), ", ".join(str(t["ADPUE"]["recipe"]["round"]) for t in trials
+                                       if "recipe" in t.get("ADPUE", {}))]
+                for ratio, trials in by_ratio.items()]
+        if any(r[1] for r in rows):
+            lines += ["", f"## {name}: ADPUE's rounds kept, per trial", "",
+                      markdown_table(["separate ratio", "rounds kept"], rows)]
     if plots:
         lines += ["", "## Curves (Figures 3-4)", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -64,6 +64,8 @@ def test_bench_neural_smoke(tmp_path):
     text = (out / "neural.md").read_text()
     assert "fashion_mnist, inductive" in text and "(0.950)" in text
     assert "2 trials per setting, 1 epochs" in text
+    assert "f†₀ = mean(W)" in text and "fashion_mnist: ADPUE's rounds kept" in text
+    assert "| 0.5 | 1, 1 |" in text  # one epoch: one round per trial
     for png in ("neural_fashion_mnist_accuracy.png", "neural_fashion_mnist_precision_recall.png"):
         assert (out / png).stat().st_size > 1000
 
