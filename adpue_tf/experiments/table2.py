@@ -10,7 +10,8 @@ each separate ratio ``r``.
 
 Models: an MLP 784-100-1 (ReLU) for MNIST and Fashion-MNIST, LeNet
 (``C(6,5)-pool-C(16,5)-pool-120-84-1``) for CIFAR-10; Adam, learning rate 1e-3.
-Methods: PUE — Logit, nnPU (oracle ``π_y``), ADPUE; 3SE — ADS, PNU (oracle
+Methods: PUE — Logit, nnPU (oracle ``π_y``), ADPUE-direct (the paper's
+formulation: nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE; 3SE — ADS, PNU (oracle
 ``π_y``), AD3SE. After every epoch the test accuracy, precision and recall are
 recorded for the curves of Figures 3-4.
 
@@ -48,7 +49,7 @@ from adpue_tf.model import DebiasedModel
 __all__ = ["NeuralBenchConfig", "PUE_METHODS", "SSE_METHODS", "build_network",
            "fit_exposure_network", "run_trial", "train_recipe"]
 
-PUE_METHODS = ("Logit", "nnPU", "ADPUE")
+PUE_METHODS = ("Logit", "nnPU", "ADPUE-direct", "ADPUE")
 SSE_METHODS = ("ADS", "PNU", "AD3SE")
 
 
@@ -308,6 +309,7 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
     plan: dict[str, tuple[Any, Any, dict[str, Any]]] = {
         "Logit": (pue, ds_pue, {}),
         "nnPU": (pue, ds_pue, {"prior": prior_y}),
+        "ADPUE-direct": (pue, ds_pue, {}),
         "ADPUE": (pue, ds_pue, {}),
         "ADS": (sse, ds_sse, {}),
         "PNU": (sse, ds_sse, {"prior": prior_y, "eta": cfg.pnu_eta}),
@@ -320,7 +322,7 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
         if method == "ADPUE":
             model, extra["recipe"] = train_recipe(pue, cfg, seed, callbacks=[curves])
         else:
-            loss = losses.get(method, from_logits=True, **options)
+            loss = losses.get(method.removesuffix("-direct"), from_logits=True, **options)
             model, diverged = _train(ds, loss, cfg, x.shape[1:], curves, seed)
             if diverged is not None:
                 extra["diverged_epoch"] = diverged
