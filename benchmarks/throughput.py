@@ -10,7 +10,10 @@ Trains the same MLP (``dim``-64-64-1, ReLU) on the same synthetic PUE batches
 * ``debiased``: ``adp.DebiasedModel`` + ``adp.RefreshDagger(every_n_epochs=1)``
   (alternate learning: ``f†`` from the frozen snapshot, one refresh per epoch);
 * ``adpue_metrics``: ``adpue`` plus ``adp.metrics.risk_metrics`` (what a
-  plain model needs to log R+/R-); its target is relative to ``adpue``.
+  plain model needs to log R+/R-); its target is relative to ``adpue``;
+* ``adpue_keras4``: ``adpue`` plus four of the cheapest Keras metrics (each the
+  mean of the model output, ``keras.metrics.MeanMetricWrapper``): what logging
+  any four values per step costs in Keras, the floor for ``adpue_metrics``.
 
 Each timed unit is one epoch of ``--steps`` steps, measured from the epoch's
 start to its end (after the epoch-end refresh), so ``fit``'s set-up is
@@ -51,13 +54,20 @@ from adpue_tf import metrics, synthetic
 #: Minimum throughput relative to a reference variant (the targets of
 #: benchmarks/README.md): variant -> (reference, minimum ratio of median steps/s).
 TARGETS = {"adpue": ("bce", 0.95), "debiased": ("bce", 0.85), "adpue_metrics": ("adpue", 0.97)}
-VARIANTS = ("bce", "adpue", "debiased", "adpue_metrics")
+#: Variants compared with another than bce, without a target.
+REFERENCES = {"adpue_keras4": "adpue"}
+VARIANTS = ("bce", "adpue", "debiased", "adpue_metrics", "adpue_keras4")
 DESCRIPTIONS = {
     "bce": "plain model, keras BinaryCrossentropy on W (y[:, :1] via Dataset.map)",
     "adpue": "plain model, ADPUELoss (direct minimisation)",
     "debiased": "DebiasedModel + RefreshDagger(every_n_epochs=1)",
     "adpue_metrics": "plain model, ADPUELoss + adp.metrics.risk_metrics",
+    "adpue_keras4": "plain model, ADPUELoss + four Keras MeanMetricWrapper (mean output)",
 }
+
+
+def _mean_output(y_true, y_pred):
+    return y_pred[:, 0]
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -103,17 +113,21 @@ class _Run:
             self.ds = ds.map(lambda x, y: (x, y[:, :1]), num_parallel_calls=tf.data.AUTOTUNE)
             self.model = net
             net.compile(optimizer, loss=keras.losses.BinaryCrossentropy(from_logits=True),
-                        jit_compile=args.jit)
-        elif name in ("adpue", "adpue_metrics"):
+                        jit_compile=args.jit, steps_per_execution=args.steps_per_execution)
+        elif name in ("adpue", "adpue_metrics", "adpue_keras4"):
             self.ds, self.model = ds, net
             loss = adp.ADPUELoss(from_logits=True)
-            net.compile(optimizer, loss=loss, jit_compile=args.jit,
-                        metrics=metrics.risk_metrics(loss) if name == "adpue_metrics" else None)
+            logged = {"adpue": None, "adpue_metrics": metrics.risk_metrics(loss),
+                      "adpue_keras4": [keras.metrics.MeanMetricWrapper(_mean_output, name=f"m{i}")
+                                       for i in range(4)]}[name]
+            net.compile(optimizer, loss=loss, jit_compile=args.jit, metrics=logged,
+                        steps_per_execution=args.steps_per_execution)
         elif name == "debiased":
             self.ds = ds
             self.model = adp.DebiasedModel(net)
             self.model.compile(optimizer, loss=adp.ADPUELoss(from_logits=True),
-                               jit_compile=args.jit)
+                               jit_compile=args.jit,
+                               steps_per_execution=args.steps_per_execution)
             self.callbacks.append(adp.RefreshDagger(every_n_epochs=1))
         else:
             raise ValueError(f"unknown variant {name!r}; choose from {VARIANTS}")
@@ -200,7 +214,7 @@ def summarise(args: argparse.Namespace, times) -> dict[str, dict[str, float]]:
         out[name] = {"rate": med(rates), "min": min(rates), "max": max(rates),
                      "cpu_ms": 1000 * med(c for _, c in pairs) / args.steps,
                      **ratios(pairs, times["bce"])}
-        ref = TARGETS.get(name, ("bce",))[0]
+        ref = REFERENCES.get(name) or TARGETS.get(name, ("bce",))[0]
         if ref in times:
             out[name]["target_ratios"] = ratios(pairs, times[ref])
     return out
@@ -221,6 +235,7 @@ def report(args: argparse.Namespace, times) -> str:
               (f"| warm-up epochs / timed epochs per variant | {args.warmup} / {args.repeats} "
               "(round robin) |"),
               f"| jit_compile | {args.jit} |",
+              f"| steps_per_execution | {args.steps_per_execution} |",
               f"| dtype policy | {args.mixed or 'float32'} |", "",
               "## Results", "",
               ("Ratio to bce: median steps/s over median bce steps/s (the target's "
@@ -235,6 +250,10 @@ def report(args: argparse.Namespace, times) -> str:
         s = stats[name]
         ref, target = TARGETS.get(name, (None, None))
         verdict, goal = "", ""
+        if name in REFERENCES and "target_ratios" in s:
+            t, ref = s["target_ratios"], REFERENCES[name]
+            notes.append(f"- `{name}` against `{ref}` (no target): ratio {t['ratio']:.3f}, "
+                         f"paired {t['paired']:.3f}, CPU ratio {t['cpu_ratio']:.3f}.")
         if target is not None and "target_ratios" in s:
             t = s["target_ratios"]
             verdict = "met" if t["ratio"] >= target else "**missed**"
@@ -260,6 +279,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dim", type=int, default=32, help="number of features (32)")
     p.add_argument("--rows", type=int, default=50_000, help="rows of each of PU and E")
     p.add_argument("--jit", action="store_true", help="compile with jit_compile=True (XLA)")
+    p.add_argument("--steps-per-execution", type=int, default=1,
+                   help="Keras steps_per_execution of every variant (1)")
     p.add_argument("--mixed", nargs="?", const="mixed_float16", default=None,
                    metavar="POLICY", help="mixed precision policy (default mixed_float16)")
     p.add_argument("--variants", default=",".join(VARIANTS),
