@@ -211,8 +211,13 @@ def val_data(meta: dict[str, Any], theta: keras.Model, batch_size: int,
 
 
 def make_model(method: str, meta: dict[str, Any], lr: float, seed: int,
-               theta: keras.Model | None, *, initial: float = 0.5) -> tuple[keras.Model, list, Any]:
-    """(compiled model, its callbacks, a function mapping the training data)."""
+               theta: keras.Model | None, *, initial: float = 0.5,
+               refresh_every: int = 1) -> tuple[keras.Model, list, Any]:
+    """(compiled model, its callbacks, a function mapping the training data).
+
+    ``refresh_every``: chunks (Keras epochs) per alternate-learning round of
+    ``debiased`` and ``recipe``.
+    """
     net = build_net(meta, seed=seed)
     callbacks: list = []
     prepare = None
@@ -226,11 +231,11 @@ def make_model(method: str, meta: dict[str, Any], lr: float, seed: int,
         model, loss = net, adp.ADPUELoss(from_logits=True)
     elif method == "debiased":
         model, loss = adp.DebiasedModel(net, initial_dagger=0.5), adp.ADPUELoss(from_logits=True)
-        callbacks.append(adp.RefreshDagger(every_n_epochs=1))
+        callbacks.append(adp.RefreshDagger(every_n_epochs=refresh_every))
     elif method == "recipe":
         model = adp.DebiasedModel(net, initial_dagger=initial)
         loss = adp.ADPUELoss(from_logits=True)
-        callbacks.append(adp.RefreshDagger(every_n_epochs=1))
+        callbacks.append(adp.RefreshDagger(every_n_epochs=refresh_every))
     else:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS + EXTRA}.")
     model.compile(optimizer=keras.optimizers.Adam(lr), loss=loss, metrics=metrics)
@@ -277,7 +282,7 @@ def scores(p_hat: np.ndarray, truth: dict[str, np.ndarray], bins: int = 10) -> d
 def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8,
                batch_size: int = 4096, lr: float = 0.03, val_rows: int = 50_000,
                theta_path: str | None = None, seed: int = 0,
-               max_train_rows: int | None = None) -> dict[str, Any]:
+               max_train_rows: int | None = None, refresh_every: int = 1) -> dict[str, Any]:
     """Train ``method`` on the log at ``log``; its scores, rows/s and peak memory.
 
     ``max_train_rows`` caps the rows trained on (the head of the shuffled
@@ -294,7 +299,8 @@ def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8
     if method == "recipe":  # f†₀: the positive rate of W on the held-out PU rows
         held, _ = log_rows(meta, "pu", "w", train=False, limit=val_rows)
         initial = float(np.concatenate([w.numpy() for _, w in held.batch(8192)]).mean())
-    model, callbacks, prepare = make_model(method, meta, lr, seed, theta, initial=initial)
+    model, callbacks, prepare = make_model(method, meta, lr, seed, theta, initial=initial,
+                                           refresh_every=refresh_every)
     ds = train_data(meta, batch_size, epochs, seed)
     if prepare is not None:
         ds = prepare(ds)
@@ -321,7 +327,7 @@ def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8
             "rows_per_s": rows / wall, "cpu_us_per_row": 1e6 * cpu / rows,
             "train_wall_s": wall, "theta_s": theta_s,
             "val_exposure_nll": val, "best_chunk": int(np.argmin(val)) + 1,
-            "initial_dagger": initial,
+            "initial_dagger": initial, "refresh_every": refresh_every,
             "theta_mae": float(np.abs(theta_eval - truth["theta"]).mean()),
             "eval": scores(p_hat, truth), "p_hat": p_hat,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -343,7 +349,8 @@ def _child(args: argparse.Namespace) -> None:
     else:
         out = run_method(args.log, args.child, epochs=args.epochs, chunks=args.chunks,
                          batch_size=args.batch_size, lr=args.lr, val_rows=args.val_rows,
-                         theta_path=args.theta, max_train_rows=args.max_train_rows)
+                         theta_path=args.theta, max_train_rows=args.max_train_rows,
+                         refresh_every=args.refresh_every)
         np.save(Path(args.theta).with_name(f"p_hat_{args.child}.npy"), out.pop("p_hat"))
     print(RESULT + json.dumps(out), flush=True)
 
@@ -353,7 +360,8 @@ def _in_subprocess(args: argparse.Namespace, child: str, log: Path, theta: Path)
            "--epochs", str(args.epochs), "--chunks", str(args.chunks),
            "--batch-size", str(args.batch_size), "--lr", str(args.lr),
            "--val-rows", str(args.val_rows), "--throughput-steps", str(args.throughput_steps),
-           "--throughput-repeats", str(args.throughput_repeats)]
+           "--throughput-repeats", str(args.throughput_repeats),
+           "--refresh-every", str(args.refresh_every)]
     if args.max_train_rows is not None:
         cmd += ["--max-train-rows", str(args.max_train_rows)]
     start = time.perf_counter()
@@ -645,6 +653,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--val-rows", type=int, default=50_000)
     parser.add_argument("--max-train-rows", type=int, default=None,
                         help="cap on the rows each method trains on (default: full passes)")
+    parser.add_argument("--refresh-every", type=int, default=1,
+                        help="chunks per alternate-learning round (debiased, recipe)")
     parser.add_argument("--extra", action="store_true",
                         help="also run " + ", ".join(EXTRA) + " (see DESCRIPTIONS)")
     parser.add_argument("--parallel", type=int, default=1,
