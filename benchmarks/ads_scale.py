@@ -78,7 +78,7 @@ METHODS = ("bce", "ips", "adpue", "debiased")
 DESCRIPTIONS = {
     "bce": "`LogitLoss`: binary cross-entropy on W",
     "ips": "`IPSLoss(clip=0.05)`, θ̂ from the exposure log (same architecture, BCE on E)",
-    "adpue": "`ADPUELoss` (direct minimisation), the recommended recipe",
+    "adpue": "`ADPUELoss`, direct minimisation (f† = σ(z) of the same step: the paper's formulation)",
     "debiased": "`DebiasedModel(initial_dagger=0.5)` + `RefreshDagger` (a refresh per chunk)",
     "recipe": "`DebiasedModel(initial_dagger=mean(W))` + `RefreshDagger` (a refresh per chunk): "
               "the repository's recommended recipe (f†₀ = the PU positive rate of held-out rows, "
@@ -89,6 +89,8 @@ EXTRA = ("recipe",)
 #: Targets of issue 11 (10M logged rows).
 IPS_CLIP = 0.05
 RESULT = "RESULT "
+#: What the library says when it stops a fit whose outputs blew up.
+DIVERGED = "holds NaN, infinite or exploded values"
 
 
 # -- the log ------------------------------------------------------------------------
@@ -347,18 +349,27 @@ def _child(args: argparse.Namespace) -> None:
         out = throughput(args.log, steps=args.throughput_steps, repeats=args.throughput_repeats,
                          batch_size=args.batch_size, lr=args.lr, theta_path=args.theta)
     else:
-        out = run_method(args.log, args.child, epochs=args.epochs, chunks=args.chunks,
-                         batch_size=args.batch_size, lr=args.lr, val_rows=args.val_rows,
-                         theta_path=args.theta, max_train_rows=args.max_train_rows,
-                         refresh_every=args.refresh_every)
-        np.save(Path(args.theta).with_name(f"p_hat_{args.child}.npy"), out.pop("p_hat"))
+        try:
+            out = run_method(args.log, args.child, epochs=args.epochs, chunks=args.chunks,
+                             batch_size=args.batch_size, lr=args.lr, val_rows=args.val_rows,
+                             theta_path=args.theta, max_train_rows=args.max_train_rows,
+                             refresh_every=args.refresh_every)
+        except tf.errors.InvalidArgumentError as err:
+            if DIVERGED not in str(err):
+                raise
+            # the library stopped a diverging fit: a result of this learning rate, not a crash
+            out = {"method": args.child, "lr": args.lr, "diverged": str(err).splitlines()[-1]}
+        else:
+            np.save(Path(args.theta).with_name(f"p_hat_{args.child}_lr{args.lr:g}.npy"),
+                    out.pop("p_hat"))
     print(RESULT + json.dumps(out), flush=True)
 
 
-def _in_subprocess(args: argparse.Namespace, child: str, log: Path, theta: Path) -> dict:
+def _in_subprocess(args: argparse.Namespace, child: str, log: Path, theta: Path,
+                   lr: float | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", child, "--log", str(log), "--theta", str(theta),
            "--epochs", str(args.epochs), "--chunks", str(args.chunks),
-           "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+           "--batch-size", str(args.batch_size), "--lr", str(args.lr if lr is None else lr),
            "--val-rows", str(args.val_rows), "--throughput-steps", str(args.throughput_steps),
            "--throughput-repeats", str(args.throughput_repeats),
            "--refresh-every", str(args.refresh_every)]
@@ -451,6 +462,13 @@ def _machine() -> list[tuple[str, str]]:
             ("Date (UTC)", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"))]
 
 
+def _lrs(results: dict) -> list[float]:
+    """The learning rates the methods were run at (their candidates, else their own)."""
+    found = {float(lr) for r in results.values() for x in r["methods"].values()
+             for lr in x.get("lr_candidates", {x["lr"]: None})}
+    return sorted(found)
+
+
 def _fmt(v: Any, digits: int = 4) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
 
@@ -484,7 +502,7 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
               "- Model: user (8), item (8), campaign (4) embeddings, device StringLookup "
               "(one-hot), 4 dense context floats -> Dense 32 relu -> Dense 16 relu -> Dense 1, "
               "plus the user·item dot product: one logit.",
-              f"- Training: Adam({args.lr}), batch {args.batch_size} (PU and exposure rows in "
+              f"- Training: Adam, batch {args.batch_size} (PU and exposure rows in "
               "proportion to the logs), "
               + (f"the first {args.max_train_rows:,} rows of the shuffled stream (a cap, "
                  "`--max-train-rows`, not a full pass)" if args.max_train_rows else
@@ -492,8 +510,10 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
               + ", cut "
               f"into {args.chunks} chunks (Keras epochs); after each chunk "
               "`val_exposure_nll` (exposure likelihood of held-out W under σ(z)·θ̂) is "
-              "measured and the best chunk's weights are kept — the same for every method; "
-              "no method sees the evaluation set's Y.",
+              "measured and the best chunk's weights are kept; each method runs at every "
+              "learning rate of " + ", ".join(f"{lr:g}" for lr in _lrs(results))
+              + " and keeps the one whose best chunk scores lowest (the same score) — the "
+              "same for every method; no method sees the evaluation set's Y.",
               "- θ̂: the same architecture trained with BCE on E over the exposure log's "
               "training shards (one pass per epoch); used by IPS (clip "
               f"{IPS_CLIP}) and by the validation score.", ""]
@@ -506,19 +526,36 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
                   f"{_fmt(r['methods']['adpue']['theta_mae'])}; trained in "
                   f"{r['theta']['theta_s']:.0f} s.", "",
                   "| method | MAE to true p | MAE, rarely shown (θ<0.05) | log-loss on Y | "
-                  "AUC on Y | ECE on Y | mean p̂ | best chunk | train rows/s | "
-                  "peak RSS (MB) |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "AUC on Y | ECE on Y | mean p̂ | lr | best chunk | train rows/s | "
+                  "peak RSS (MB) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for m in _ran(results):
             x = r["methods"][m]
             e = x["eval"]
             lines.append(f"| `{m}` | {_fmt(e['mae'])} | {_fmt(e['mae_rarely_shown'])} | "
                          f"{_fmt(e['log_loss'])} | {_fmt(e['auc'])} | {_fmt(e['ece'])} | "
-                         f"{_fmt(e['mean_pred'], 3)} | {x['best_chunk']}/{x['chunks']} | "
+                         f"{_fmt(e['mean_pred'], 3)} | {x['lr']:g} | "
+                         f"{x['best_chunk']}/{x['chunks']} | "
                          f"{x['rows_per_s']:,.0f} | {x['peak_rss_mb']:.0f} |")
         truth = r["truth"]
         lines.append(f"| truth p(y=1\\|x) | 0 | 0 | {_fmt(truth['log_loss'])} | "
                      f"{_fmt(truth['auc'])} | {_fmt(truth['ece'])} | "
-                     f"{_fmt(truth['mean_pred'], 3)} | | | |")
+                     f"{_fmt(truth['mean_pred'], 3)} | | | | |")
+        if any("lr_candidates" in r["methods"][m] for m in _ran(results)):
+            lines += ["", f"Learning rates tried at {int(size):,} logged rows (lowest "
+                      "`val_exposure_nll` over the chunks picks; MAE and AUC shown only to "
+                      "judge the choice):", "",
+                      "| method | lr | lowest val_exposure_nll | best chunk | MAE to true p | "
+                      "AUC on Y | kept |", "|---|---|---|---|---|---|---|"]
+            for m in _ran(results):
+                x = r["methods"][m]
+                for lr, c in x.get("lr_candidates", {}).items():
+                    if "diverged" in c:
+                        lines.append(f"| `{m}` | {lr} | diverged: training stopped, outputs "
+                                     "beyond ±10⁴ | | | | |")
+                        continue
+                    lines.append(f"| `{m}` | {lr} | {c['best_val']:.5f} | {c['best_chunk']} | "
+                                 f"{c['mae']:.4f} | {c['auc']:.4f} | "
+                                 f"{'yes' if float(lr) == x['lr'] else ''} |")
     # calibration of the largest run
     lines += ["", f"## Calibration at {int(big):,} logged rows", "",
               "Ten equal-width bins of the prediction: mean prediction / mean true p / "
@@ -577,20 +614,23 @@ def report(args: argparse.Namespace, results: dict, tp: dict | None, command: st
 def targets(results: dict, tp: dict | None) -> list[str]:
     sizes = sorted(results, key=int)
     r = results[sizes[-1]]["methods"]
-    e = {m: r[m]["eval"] for m in METHODS}
-    rows = [f"Checked at {int(sizes[-1]):,} logged rows.", "",
+    e = {m: r[m]["eval"] for m in METHODS + EXTRA if m in r}
+    ours = "recipe" if "recipe" in e else "adpue"
+    rows = [f"Checked at {int(sizes[-1]):,} logged rows; ADPUE is `{ours}`"
+            + (" (the recommended recipe)" if ours == "recipe" else "") + ".", "",
             "| target | measured | met |", "|---|---|---|"]
 
     def line(name: str, value: str, ok: bool) -> None:
         rows.append(f"| {name} | {value} | {'yes' if ok else '**no**'} |")
 
-    ratio = e["adpue"]["mae"] / e["bce"]["mae"]
-    line("ADPUE MAE to p ≤ 0.5 × BCE on W", f"{e['adpue']['mae']:.4f} / {e['bce']['mae']:.4f} "
+    a = e[ours]
+    ratio = a["mae"] / e["bce"]["mae"]
+    line("ADPUE MAE to p ≤ 0.5 × BCE on W", f"{a['mae']:.4f} / {e['bce']['mae']:.4f} "
          f"= {ratio:.3f}", ratio <= 0.5)
-    line("ADPUE MAE to p < IPS", f"{e['adpue']['mae']:.4f} vs {e['ips']['mae']:.4f}",
-         e["adpue"]["mae"] < e["ips"]["mae"])
-    line("ADPUE AUC on Y ≥ IPS", f"{e['adpue']['auc']:.4f} vs {e['ips']['auc']:.4f}",
-         e["adpue"]["auc"] >= e["ips"]["auc"])
+    line("ADPUE MAE to p < IPS", f"{a['mae']:.4f} vs {e['ips']['mae']:.4f}",
+         a["mae"] < e["ips"]["mae"])
+    line("ADPUE AUC on Y ≥ IPS", f"{a['auc']:.4f} vs {e['ips']['auc']:.4f}",
+         a["auc"] >= e["ips"]["auc"])
     if tp is not None:
         for m, goal in (("adpue", 0.95), ("debiased", 0.90)):
             wall = tp[m]["rows_per_s"] / tp["bce"]["rows_per_s"]
@@ -649,7 +689,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=8,
                         help="Keras epochs per run (model selection after each)")
     parser.add_argument("--batch-size", type=int, default=4096)
-    parser.add_argument("--lr", type=float, default=0.03)
+    parser.add_argument("--lr", type=float, default=0.03,
+                        help="Adam learning rate of θ̂ and of the throughput run")
+    parser.add_argument("--lrs", type=float, nargs="+", default=[0.01, 0.03],
+                        help="Adam learning rates tried for each method; each keeps the one "
+                             "with the lowest val_exposure_nll")
     parser.add_argument("--val-rows", type=int, default=50_000)
     parser.add_argument("--max-train-rows", type=int, default=None,
                         help="cap on the rows each method trains on (default: full passes)")
@@ -702,11 +746,11 @@ def main(argv: list[str] | None = None) -> int:
             import concurrent.futures
 
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-                done = {m: pool.submit(_in_subprocess, args, m, log, theta) for m in methods}
+                done = {m: pool.submit(_run_method, args, m, log, theta) for m in methods}
                 res["methods"] = {m: f.result() for m, f in done.items()}
         else:
             for m in methods:
-                res["methods"][m] = _in_subprocess(args, m, log, theta)
+                res["methods"][m] = _run_method(args, m, log, theta)
         meta = read_ad_log_meta(log)
         _, truth = eval_data(meta, 8192)
         res["truth"] = scores(truth["p_y"], truth)
@@ -720,6 +764,38 @@ def main(argv: list[str] | None = None) -> int:
         tp["log_rows"] = int(big)
     _write(args, results, tp, command, out)
     return 0
+
+
+def best_val(run: dict[str, Any]) -> float:
+    """A run's selection score: its lowest ``val_exposure_nll`` over the chunks (inf if it
+    diverged)."""
+    return float("inf") if "diverged" in run else float(min(run["val_exposure_nll"]))
+
+
+def choose_lr(candidates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The candidate run (one per learning rate) with the lowest selection score.
+
+    Ties go to the first learning rate given. Never looks at the evaluation set.
+    """
+    return min(candidates.values(), key=best_val)
+
+
+def _run_method(args: argparse.Namespace, method: str, log: Path, theta: Path) -> dict[str, Any]:
+    """One method at every learning rate of ``--lrs``; the chosen run, with the others."""
+    candidates = {f"{lr:g}": _in_subprocess(args, method, log, theta, lr=lr) for lr in args.lrs}
+    return with_candidates(candidates)
+
+
+def with_candidates(candidates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The chosen run, with a summary of every candidate under ``lr_candidates``."""
+    chosen = dict(choose_lr(candidates))
+    if "diverged" in chosen:
+        raise SystemExit(f"{chosen['method']}: every learning rate diverged.")
+    chosen["lr_candidates"] = {
+        lr: {"diverged": c["diverged"]} if "diverged" in c else
+        {"best_val": best_val(c), "best_chunk": c["best_chunk"], "mae": c["eval"]["mae"],
+         "auc": c["eval"]["auc"]} for lr, c in candidates.items()}
+    return chosen
 
 
 def _write(args: argparse.Namespace, results: dict, tp: dict | None, command: str,

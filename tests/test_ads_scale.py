@@ -71,6 +71,7 @@ def test_main_writes_report_plot_and_json(bench, tmp_path):
     out = tmp_path / "res" / "ads.md"
     bench.main(["--rows", "3000", "--log-dir", str(tmp_path / "logs"), "--out", str(out),
                 "--batch-size", "256", "--chunks", "2", "--val-rows", "300", "--lr", "0.01",
+                "--lrs", "0.01", "0.05",
                 "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "2"])
     text = out.read_text()
     for needle in ("## Accuracy at 3,000 logged rows", "## Training throughput",
@@ -80,3 +81,26 @@ def test_main_writes_report_plot_and_json(bench, tmp_path):
     data = json.loads((tmp_path / "res" / "ads.json").read_text())
     assert set(data["results"]["3000"]["methods"]) == set(bench.METHODS)
     assert set(data["throughput"]) >= set(bench.METHODS)
+    for m in bench.METHODS:  # each ran at both rates and kept the lower best score
+        run = data["results"]["3000"]["methods"][m]
+        cands = run["lr_candidates"]
+        assert set(cands) == {"0.01", "0.05"}
+        assert run["lr"] == float(min(cands, key=lambda lr: cands[lr]["best_val"]))
+    assert "Learning rates tried at 3,000 logged rows" in text
+
+
+def test_the_learning_rate_is_chosen_by_the_validation_score_alone(bench):
+    runs = {"0.01": {"val_exposure_nll": [0.40, 0.31, 0.33], "eval": {"mae": 0.9}},
+            "0.03": {"val_exposure_nll": [0.35, 0.32], "eval": {"mae": 0.1}},
+            "0.1": {"val_exposure_nll": [0.31, 0.50], "eval": {"mae": 0.0}}}
+    assert bench.best_val(runs["0.01"]) == 0.31
+    # lowest best score wins; a tie goes to the first given; the evaluation MAE is never read
+    assert bench.choose_lr(runs) is runs["0.01"]
+    # a diverged rate is never kept, and is reported as such
+    runs["0.001"] = {"method": "ips", "lr": 0.001, "diverged": "exploded"}
+    for r, lr in zip(runs.values(), (0.01, 0.03, 0.1)):
+        r.update(method="ips", lr=lr, best_chunk=1, eval={"mae": 0.1, "auc": 0.7})
+    kept = bench.with_candidates(runs)
+    assert kept["lr"] == 0.01 and kept["lr_candidates"]["0.001"] == {"diverged": "exploded"}
+    with pytest.raises(SystemExit, match="every learning rate diverged"):
+        bench.with_candidates({"0.1": runs["0.001"]})
