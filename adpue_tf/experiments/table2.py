@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import keras
@@ -221,7 +222,7 @@ def _half(x: np.ndarray) -> np.ndarray:
 
 
 def train_recipe(pue: simulate.PUESplit, cfg: NeuralBenchConfig, seed: int,
-                 callbacks: list[keras.callbacks.Callback] = ()) -> tuple[keras.Model, dict]:
+                 callbacks: Sequence[keras.callbacks.Callback] = ()) -> tuple[keras.Model, dict]:
     """ADPUE's recipe on one PUE split: rounds from ``mean(W)``, chosen on held-out rows.
 
     ``cfg.val_fraction`` of the PU rows and of the E rows are held out (seeded);
