@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,15 +10,10 @@ import pytest
 pytest.importorskip("keras")
 from adpue_tf.synthetic.ad_log import read_ad_log_meta  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("ads_scale", ROOT / "benchmarks" / "ads_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_benchmark):
+    return load_benchmark("ads_scale")
 
 
 def test_auc_matches_pair_count(bench):
