@@ -30,6 +30,10 @@ _EPS = 1e-7
 MAX_LOGIT = 1e4
 
 
+#: The words of the error that stops a fit whose model output blew up; callers that
+#: record a diverged run (the benchmarks) match on them.
+DIVERGED = "holds NaN, infinite or exploded values"
+
 def num_replicas() -> int:
     """Number of replicas the current replica context synchronises."""
     ctx = tf.distribute.get_replica_context()
@@ -86,7 +90,7 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
     @tf.custom_gradient
     def guard(x: Any) -> Any:
         def grad(dy: Any) -> Any:
-            output = (f"{name} (the model output) holds NaN, infinite or exploded values "
+            output = (f"{name} (the model output) {DIVERGED} "
                       f"(beyond ±{bound:g}), so training stops before the weights are "
                       "updated. Look for NaN, inf or huge values in the features, or a "
                       "diverging model;")

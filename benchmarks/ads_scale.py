@@ -72,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import EpochTimer  # the epoch clock (wall and CPU) of the throughput bench
 
 import adpue_tf as adp
+from adpue_tf._batch import DIVERGED  # the words of the error that stops a diverging fit
 from adpue_tf.synthetic.ad_log import read_ad_log_meta, write_ad_log
 
 METHODS = ("bce", "ips", "adpue", "debiased")
@@ -89,8 +90,6 @@ EXTRA = ("recipe",)
 #: Targets of issue 11 (10M logged rows).
 IPS_CLIP = 0.05
 RESULT = "RESULT "
-#: What the library says when it stops a fit whose outputs blew up.
-DIVERGED = "holds NaN, infinite or exploded values"
 
 
 # -- the log ------------------------------------------------------------------------

@@ -43,6 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import data, losses, validation
+from adpue_tf._batch import DIVERGED
 from adpue_tf.callbacks import BestRound, RefreshDagger
 from adpue_tf.experiments import simulate
 from adpue_tf.model import DebiasedModel
@@ -148,10 +149,6 @@ class _Curves(keras.callbacks.Callback):
         self.history["recall"].append(tp / max(float(np.sum(self.y)), 1.0))
 
 
-#: What the library's guard says when a model's outputs blow up (``adpue_tf._batch``).
-_DIVERGED = "holds NaN, infinite or exploded values"
-
-
 def _train(ds: Any, loss: keras.losses.Loss, cfg: NeuralBenchConfig, input_shape: tuple[int, ...],
            curves: _Curves, seed: int) -> tuple[keras.Model, int | None]:
     """Fit one baseline; ``(model, None)``, or ``(model, epoch)`` if it diverged in that epoch.
@@ -166,7 +163,7 @@ def _train(ds: Any, loss: keras.losses.Loss, cfg: NeuralBenchConfig, input_shape
     try:
         model.fit(ds, epochs=cfg.epochs, verbose=0, shuffle=False, callbacks=[curves])
     except tf.errors.InvalidArgumentError as err:
-        if _DIVERGED not in str(err):
+        if DIVERGED not in str(err):
             raise
         done = len(curves.history["accuracy"])
         curves.on_epoch_end(done)  # the state it stopped in
