@@ -565,9 +565,10 @@ def _b1_graph(loss, y, z, sw=None):
     return _b1_tf.function(lambda *a: loss(*a))(*args)
 
 
-def _b1_net(dim=2, activation=None):
+def _b1_net(dim=2, activation=None, kernel_initializer="glorot_uniform"):
     return _b1_keras.Sequential([_b1_keras.Input((dim,)),
-                                 _b1_keras.layers.Dense(1, activation=activation)])
+                                 _b1_keras.layers.Dense(1, activation=activation,
+                                                        kernel_initializer=kernel_initializer)])
 
 
 def _b1_fit(loss, y, x=None, model=None, **fit):
@@ -621,7 +622,9 @@ LOSS_MODEL_CALLBACK_CASES = [
     ("logits with from_logits=False", lambda t: _adp.ADPUELoss()(_b1_PUE, _b1_Z4 + 2.0),
      (ValueError, r"outside \[0, 1\].*from_logits=False")),
     ("logits with from_logits=False in fit", lambda t: _b1_fit(
-        _adp.ADPUELoss(), _b1_PUE, x=_b1_np.full((4, 2), 3.0, _b1_np.float32)),
+        _adp.ADPUELoss(), _b1_PUE, x=_b1_np.full((4, 2), 3.0, _b1_np.float32),
+        # fixed weights: every output is 6, outside [0, 1] (a random init could land inside)
+        model=_b1_net(kernel_initializer="ones")),
      (_b1_GRAPH, r"outside \[0, 1\].*from_logits=False")),
     ("sigmoid output with from_logits=True in fit", lambda t: _b1_fit(
         _adp.ADPUELoss(from_logits=True), _b1_PUE, model=_b1_net(activation="sigmoid")),
