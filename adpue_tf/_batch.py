@@ -6,11 +6,9 @@ divide by the *global* row count of a group (summed over the replicas of a
 objective of the global batch: Keras sums per-replica gradients and does not
 rescale a scalar loss.
 
-Every check here runs in eager mode (a ``ValueError`` naming the argument) and
-inside ``fit``/``tf.function`` (a ``tf.errors.InvalidArgumentError`` with the
-same words, from ``tf.debugging.Assert``). XLA compiles ``Assert`` to a no-op,
-so under ``jit_compile=True`` (Keras's ``"auto"`` on a GPU) only the static
-(trace-time) checks remain.
+The label checks here run in eager mode (a ``ValueError`` naming the
+argument) and inside ``fit``/``tf.function`` (an ``InvalidArgumentError`` with
+the same words), as the output checks of :mod:`adpue_tf._guards`.
 """
 
 from __future__ import annotations
@@ -22,17 +20,8 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._guards import _assert, _with_checks, to_logits
 
-#: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking logits.
-_EPS = 1e-7
-#: Logits are clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` (as probabilities are
-#: clipped): ``±inf`` give a finite loss, never ``0·inf = NaN``.
-MAX_LOGIT = 1e4
-
-
-#: The words of the error that stops a fit whose model output blew up; callers that
-#: record a diverged run (the benchmarks) match on them.
-DIVERGED = "holds NaN, infinite or exploded values"
 
 def num_replicas() -> int:
     """Number of replicas the current replica context synchronises."""
@@ -46,141 +35,6 @@ def replica_sum(value: Any) -> Any:
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-def _from_sigmoid(y_pred: Any) -> bool:
-    """Whether ``y_pred`` is the output of a sigmoid activation.
-
-    Keras's sigmoid caches its logits on the output (``_keras_logits``), which
-    is how ``keras.losses.BinaryCrossentropy`` recognises probabilities; a
-    traced tensor also shows its op type.
-    """
-    if hasattr(y_pred, "_keras_logits"):
-        return True
-    if tf.executing_eagerly() or not isinstance(y_pred, tf.Tensor):
-        return False
-    op = getattr(y_pred, "op", None)
-    return getattr(op, "type", None) == "Sigmoid"
-
-
-def _assert(ok: Any, message: str, *data: Any) -> Any:
-    """``tf.debugging.Assert`` with a readable message and a summary of ``data``."""
-    return tf.debugging.Assert(ok, [message, *data], summarize=8)
-
-
-def _with_checks(x: Any, checks: list) -> Any:
-    """``x``, evaluated only after the graph assertions ``checks``."""
-    if not checks:
-        return x
-    with tf.control_dependencies(checks):
-        return tf.identity(x)
-
-
-def _guard_output(z: Any, name: str, bound: float) -> Any:
-    """Identity whose gradient first checks ``|z| <= bound`` and a finite gradient.
-
-    Every weight gradient flows through this op, so a step on a non-finite
-    or exploded model output (NaN features, overflow, huge features) stops
-    with a clear error before the optimizer can update a weight. The forward
-    value is not checked: the loss of ``±inf`` logits is finite (they are
-    clipped to ``±MAX_LOGIT``), but beyond the clip they get no gradient, so
-    training on them would silently ignore those rows.
-    """
-
-    @tf.custom_gradient
-    def guard(x: Any) -> Any:
-        def grad(dy: Any) -> Any:
-            output = (f"{name} (the model output) {DIVERGED} "
-                      f"(beyond ±{bound:g}), so training stops before the weights are "
-                      "updated. Look for NaN, inf or huge values in the features, or a "
-                      "diverging model;")
-            gradient = (f"the gradient of the loss with respect to {name} is not finite, "
-                        "so training stops before the weights are updated.")
-            if tf.executing_eagerly() and hasattr(x, "numpy"):
-                arr = x.numpy()
-                if not np.all(np.abs(arr) <= bound):
-                    raise ValueError(f"{output} min {np.min(arr):.4g}, max {np.max(arr):.4g}.")
-                if not np.all(np.isfinite(dy.numpy())):
-                    raise ValueError(gradient)
-                return dy
-            return _with_checks(dy, [
-                _assert(tf.reduce_all(tf.abs(x) <= bound), output + " min and max:",
-                        tf.reduce_min(x), tf.reduce_max(x)),
-                _assert(tf.reduce_all(tf.math.is_finite(dy)), gradient),
-            ])
-
-        return tf.identity(x), grad
-
-    return guard(z)
-
-
-def _check_probabilities(z: Any, name: str) -> Any:
-    """Refuse values outside ``[0, 1]`` when ``from_logits=False`` (NaN passes through)."""
-    message = (f"{name} holds values outside [0, 1], so it does not hold probabilities, "
-               "but the loss has `from_logits=False`. A model that outputs logits (e.g. "
-               "Dense(1) without activation) needs `from_logits=True`.")
-    if tf.executing_eagerly() and hasattr(z, "numpy"):
-        arr = z.numpy()
-        bad = (arr < 0.0) | (arr > 1.0)
-        if np.any(bad):
-            raise ValueError(f"{message} Got min {np.nanmin(arr):.4g}, max {np.nanmax(arr):.4g}.")
-        return z
-    inside = ops.logical_not(ops.any((z < 0.0) | (z > 1.0)))
-    return _with_checks(z, [_assert(inside, message + " min and max:",
-                                    tf.reduce_min(z), tf.reduce_max(z))])
-
-
-def probability_to_logit(p: Any) -> Any:
-    """``log(p) - log(1 - p)`` of ``p`` clipped to ``[1e-7, 1 - 1e-7]``, in float32.
-
-    The package's one probability-to-logit conversion (losses, serving, the
-    Ratio model): extreme probabilities give finite logits.
-
-    Example:
-        >>> [round(float(v), 4) for v in probability_to_logit([0.5, 0.0, 1.0])]
-        [0.0, -16.1181, 15.9424]
-    """
-    p = ops.clip(ops.cast(p, "float32"), _EPS, 1.0 - _EPS)
-    return ops.log(p) - ops.log1p(-p)
-
-
-def to_logits(y_pred: Any, from_logits: bool, name: str = "`y_pred`") -> Any:
-    """Model output as float32 logits of shape ``(batch,)``.
-
-    Probabilities are clipped to ``[1e-7, 1 - 1e-7]`` and mapped with
-    ``log(p) - log(1 - p)``, so extreme probabilities give finite logits;
-    logits are clipped to ``[-1e4, 1e4]``, so ``±inf`` give a finite loss.
-    The gradient through the result checks that the output lies within the
-    clip (``|z| <= 1e4``; probabilities in ``[0, 1]``) and that its gradient
-    is finite: a training step on such outputs stops before any weight is
-    updated.
-
-    Raises:
-        ValueError: on a wrong shape; with ``from_logits=True``, on the output
-            of a sigmoid activation; with ``from_logits=False``, on values
-            outside ``[0, 1]`` (in graph mode: ``InvalidArgumentError``).
-    """
-    if from_logits and _from_sigmoid(y_pred):
-        raise ValueError(
-            f"{name} is the output of a sigmoid activation, so it holds probabilities, "
-            "but the loss has `from_logits=True`. Set `from_logits=False`, or drop the "
-            "sigmoid so that the model outputs logits.")
-    y_pred = ops.convert_to_tensor(y_pred)
-    shape = tuple(y_pred.shape)
-    if len(shape) == 2 and shape[1] not in (None, 1):
-        raise ValueError(
-            f"{name} must have one output unit (shape (batch,) or (batch, 1)), "
-            f"got shape {shape}."
-        )
-    if len(shape) not in (1, 2):
-        raise ValueError(
-            f"{name} must have shape (batch,) or (batch, 1), got shape {shape}."
-        )
-    z = _guard_output(ops.reshape(ops.cast(y_pred, "float32"), (-1,)), name,
-                      MAX_LOGIT if from_logits else 1.0)
-    if from_logits:
-        return ops.clip(z, -MAX_LOGIT, MAX_LOGIT)
-    return probability_to_logit(_check_probabilities(z, name))
 
 
 def _check_eager(y_true: Any) -> None:
@@ -302,58 +156,6 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
                                     counts)])
 
 
-def finite_checks(tensors: dict[str, Any], message: str) -> list:
-    """Check that the floating tensors of ``tensors`` hold no NaN or inf.
-
-    Eager: raises a ``ValueError`` (``message``, then the offending names).
-    Graph: returns the assertions, for :func:`with_checks` or :func:`guard_finite`.
-    """
-    checks = []
-    for name, t in tensors.items():
-        if t is None or not getattr(getattr(t, "dtype", None), "is_floating", False):
-            continue
-        if tf.executing_eagerly() and hasattr(t, "numpy"):
-            bad = int(np.size(t.numpy()) - np.count_nonzero(np.isfinite(t.numpy())))
-            if bad:
-                raise ValueError(f"{message} `{name}` holds {bad} NaN or infinite value(s).")
-            continue
-        checks.append(_assert(tf.reduce_all(tf.math.is_finite(t)),
-                              f"{message} NaN or inf found in `{name}`."))
-    return checks
-
-
-def with_checks(x: Any, checks: list) -> Any:
-    """``x``, evaluated only after the graph assertions ``checks`` (identity when none)."""
-    return _with_checks(x, checks)
-
-
-def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
-    """``value`` if finite; else a ValueError (eager) or an InvalidArgumentError (graph).
-
-    In graph mode the gradient through the result waits for this check and for
-    the assertions ``checks``, so an optimizer never applies a step whose loss
-    (or checked input) was NaN or infinite: every weight gradient depends on
-    them. Keras's ``TerminateOnNaN`` instead looks at the logged loss after the
-    step, when the weights already hold the non-finite update.
-    """
-    if tf.executing_eagerly() and hasattr(value, "numpy"):
-        if not np.all(np.isfinite(value.numpy())):
-            raise ValueError(f"{message} Got {value.numpy()}.")
-        return value
-
-    @tf.custom_gradient
-    def guard(x: Any) -> Any:
-        check = [_assert(tf.reduce_all(tf.math.is_finite(x)), message, x), *checks]
-        out = _with_checks(x, check)
-
-        def grad(dy: Any) -> Any:
-            return _with_checks(dy, check)
-
-        return out, grad
-
-    return guard(value)
-
-
 class Batch(NamedTuple):
     """A packed batch as float32 vectors of shape ``(batch,)``."""
 
@@ -435,5 +237,4 @@ def unpack(
     )
 
 
-__all__ = ["Batch", "unpack", "to_logits", "replica_sum", "num_replicas", "source_counts",
-           "check_sources", "guard_finite", "finite_checks", "with_checks", "MAX_LOGIT"]
+__all__ = ["Batch", "unpack", "replica_sum", "num_replicas", "source_counts", "check_sources"]

@@ -39,7 +39,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from adpue_tf._batch import probability_to_logit
+from adpue_tf._guards import probability_to_logit
 from adpue_tf._numpy import sigmoid
 from adpue_tf.labels import check_binary, check_finite
 

@@ -30,8 +30,9 @@ import keras
 import tensorflow as tf
 
 from adpue_tf import risks
-from adpue_tf._batch import check_sources, guard_finite
+from adpue_tf._batch import check_sources
 from adpue_tf._checks import check_options
+from adpue_tf._guards import guard_finite
 from adpue_tf.labels import Source
 
 __all__ = [

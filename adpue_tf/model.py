@@ -66,8 +66,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf._batch import finite_checks, guard_finite, num_replicas, to_logits, with_checks
+from adpue_tf._batch import num_replicas
 from adpue_tf._checks import check_int
+from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics import RiskTracker

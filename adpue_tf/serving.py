@@ -30,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._batch import probability_to_logit
+from adpue_tf._guards import probability_to_logit
 from adpue_tf.model import DebiasedModel
 
 __all__ = ["EXAMPLES_INPUT", "EXAMPLES_SIGNATURE", "INPUT_NAME", "SIGNATURE_NAME",

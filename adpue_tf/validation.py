@@ -62,8 +62,8 @@ from keras import ops
 
 from adpue_tf import data as data_lib
 from adpue_tf import labels, risks
-from adpue_tf._batch import to_logits
 from adpue_tf._checks import check_int
+from adpue_tf._guards import to_logits
 from adpue_tf.exposure import RatioModel, _features, _labels, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss

@@ -72,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import EpochTimer  # the epoch clock (wall and CPU) of the throughput bench
 
 import adpue_tf as adp
-from adpue_tf._batch import DIVERGED  # the words of the error that stops a diverging fit
+from adpue_tf._guards import DIVERGED  # the words of the error that stops a diverging fit
 from adpue_tf.synthetic.ad_log import read_ad_log_meta, write_ad_log
 
 METHODS = ("bce", "ips", "adpue", "debiased")

@@ -43,7 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import data, losses, validation
-from adpue_tf._batch import DIVERGED
+from adpue_tf._guards import DIVERGED
 from adpue_tf.callbacks import BestRound, RefreshDagger
 from adpue_tf.experiments import simulate
 from adpue_tf.model import DebiasedModel
