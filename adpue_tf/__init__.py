@@ -108,7 +108,7 @@ _SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "risks", "synt
                "validation")
 #: the submodules that register Keras objects (tests/test_cli.py keeps this complete)
 _KERAS_OBJECTS = ("callbacks", "distributed", "exposure", "losses", "metrics", "model",
-                  "validation")
+                  "risk_tracking", "validation")
 
 
 def _importing() -> bool:

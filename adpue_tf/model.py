@@ -71,7 +71,7 @@ from adpue_tf._checks import check_int
 from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.metrics import RiskTracker
+from adpue_tf.risk_tracking import RiskTracker
 
 __all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 

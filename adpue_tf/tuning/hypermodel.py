@@ -57,8 +57,8 @@ from adpue_tf import losses as losses_lib
 from adpue_tf._checks import check_choices, check_shape
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.metrics import RiskMetric, risk_metrics
 from adpue_tf.model import DebiasedModel
+from adpue_tf.risk_tracking import RiskMetric, risk_metrics
 from adpue_tf.tuning.objectives import (
     _SSE_LOSSES,
     EXPOSURE_NLL,
@@ -154,7 +154,7 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     (:meth:`fit` refuses plain 3-column validation data for them); for the
     SSE losses ``val_l_risk``. The compiled model logs ``risk``, ``r_pos``,
     ``r_neg``, ``nn_fired`` (a ``DebiasedModel`` on its own, a plain model
-    through :func:`adpue_tf.metrics.risk_metrics`), plus the objective's
+    through :func:`adpue_tf.risk_tracking.risk_metrics`), plus the objective's
     metric: ``exposure_nll``, ``ref_risk`` or ``l_risk``. Both PUE/PE/FPUE
     objectives are the same yardstick for every trial, whatever ``β``,
     ``γ``, ``π``, the learning rate or the net: ``ref_risk`` is the risk at
