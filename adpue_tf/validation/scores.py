@@ -1,0 +1,287 @@
+"""The observable, proper validation scores as a function: :func:`validation_score`.
+
+The math (:func:`exposure_nll`), the checks of data and yardsticks shared by
+the validation metrics and the validation layout, and the score itself. What
+the two criteria are and when they are proper: :mod:`adpue_tf.validation`.
+
+Example:
+    >>> import numpy as np
+    >>> nll = exposure_nll(np.array([1.0, 0.0]), np.array([0.0, 0.0]), np.array([1.0, 0.5]))
+    >>> [round(float(v), 4) for v in nll]  # -log(0.5), -log(1 - 0.5 * 0.5)
+    [0.6931, 0.2877]
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from adpue_tf import labels, risks
+from adpue_tf._checks import check_int
+from adpue_tf._guards import to_logits
+from adpue_tf.exposure import RatioModel, _features, _labels, fit_exposure_model, fit_ratio_model
+from adpue_tf.labels import Source
+from adpue_tf.losses import DebiasedLoss
+
+__all__ = ["CRITERIA", "exposure_nll", "validation_score"]
+
+#: The observable criteria of :func:`validation_score`.
+CRITERIA = ("exposure_likelihood", "reference_risk")
+#: ``θ̂`` is clipped to ``[_EPS, 1 - _EPS]`` inside the likelihood.
+_EPS = 1e-7
+#: Slack on the ``[0, 1]`` range check of a yardstick's output.
+_RANGE_SLACK = 1e-6
+
+Yardstick = Any  # a keras.Model or a callable x -> values in [0, 1]
+
+
+# -- the math (keras.ops, float32, from logits) ---------------------------------------
+def _log_probs(z: Any, theta: Any) -> tuple[Any, Any]:
+    """``log s`` and ``log(1 - s)`` for ``s = σ(z)·θ``, stable for any logit ``z``.
+
+    ``log(1 - σ(z)θ) = softplus(z + log(1 - θ)) - softplus(z)``.
+    """
+    theta = ops.clip(ops.cast(theta, "float32"), _EPS, 1.0 - _EPS)
+    log_s = -ops.softplus(-z) + ops.log(theta)
+    log_not_s = ops.softplus(z + ops.log1p(-theta)) - ops.softplus(z)
+    return log_s, log_not_s
+
+
+def exposure_nll(w: Any, z: Any, theta: Any) -> Any:
+    """Per-row negative log-likelihood of ``W`` under ``P(W=1|x) = σ(z)·θ``.
+
+    Args:
+        w: observed positives ``W`` in {0, 1}, shape ``(n,)``.
+        z: the model's logits, shape ``(n,)``.
+        theta: ``θ̂(e=1|x)`` in ``[0, 1]`` (clipped to ``[1e-7, 1 - 1e-7]``), ``(n,)``.
+
+    Returns:
+        float32 ``(n,)``: ``-(W·log(σ(z)θ) + (1-W)·log(1 - σ(z)θ))``.
+
+    Example:
+        >>> [round(float(v), 4) for v in exposure_nll([1.0, 0.0], [0.0, 0.0], [0.5, 0.5])]
+        [1.3863, 0.2877]
+    """
+    w = ops.cast(ops.convert_to_tensor(w), "float32")
+    z = ops.cast(ops.convert_to_tensor(z), "float32")
+    log_s, log_not_s = _log_probs(z, theta)
+    return -(w * log_s + (1.0 - w) * log_not_s)
+
+
+# -- argument checks -------------------------------------------------------------------
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be a bool, got {value!r}.")
+    return value
+
+
+def _resolve_from_logits(model: Any, from_logits: bool | None) -> bool:
+    if from_logits is not None:
+        return _check_bool("from_logits", from_logits)
+    loss = getattr(model, "loss", None)
+    if isinstance(loss, DebiasedLoss):
+        return loss.from_logits
+    raise ValueError(
+        "`from_logits=None` reads the compiled loss, but the model is not compiled with "
+        f"an adpue_tf DebiasedLoss (its loss is {type(loss).__name__}); pass "
+        "`from_logits=True` (logit output) or `from_logits=False` (probabilities).")
+
+
+def _check_yardstick(name: str, value: Any) -> None:
+    if value is not None and not (isinstance(value, keras.Model) or callable(value)):
+        raise TypeError(f"`{name}` must be a keras.Model or a callable x -> values in "
+                        f"[0, 1], got {type(value).__name__}.")
+
+
+def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: np.ndarray,
+             batch_size: int) -> np.ndarray:
+    """``fn`` on ``x`` in batches, as a float64 ``(n,)`` vector; checked for shape and NaN.
+
+    A Keras model is called eagerly (``training=False``): no ``predict``
+    function to trace per model, which dominates for the small models and
+    held-out sets of a model search.
+    """
+    def call(rows: np.ndarray) -> Any:
+        if isinstance(fn, keras.Model):
+            return fn(rows, training=False)
+        return fn(rows)
+
+    parts = [np.asarray(ops.convert_to_numpy(call(x[i:i + batch_size].astype("float32"))))
+             for i in range(0, len(x), batch_size)]
+    out = np.concatenate([p.reshape(len(p), -1) if p.ndim else p.reshape(1, 1)
+                          for p in parts])
+    if out.ndim == 2 and out.shape[1] == 1:
+        out = out[:, 0]
+    if out.shape != (len(x),):
+        raise ValueError(f"`{name}` must give one value per row (shape (n,) or (n, 1)); "
+                         f"got shape {out.shape} for {len(x)} rows.")
+    out = out.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"`{name}` gave {int(np.sum(~np.isfinite(out)))} NaN or infinite "
+                         "value(s).")
+    return out
+
+
+def _probabilities(name: str, fn: Yardstick, x: np.ndarray, batch_size: int) -> np.ndarray:
+    """A yardstick's values in ``[0, 1]`` (a ``RatioModel(logits=True)`` is converted)."""
+    out = _outputs(name, fn, x, batch_size)
+    if isinstance(fn, RatioModel) and fn.logits:
+        return np.exp(-np.logaddexp(0.0, -out))
+    lo, hi = float(out.min()), float(out.max())
+    if lo < -_RANGE_SLACK or hi > 1.0 + _RANGE_SLACK:
+        raise ValueError(f"`{name}` must give probabilities in [0, 1], got values in "
+                         f"[{lo:.4g}, {hi:.4g}]; does it output logits? Add a sigmoid.")
+    return np.clip(out, 0.0, 1.0)
+
+
+def _check_rows(x_pu: Any, w: Any, x_e: Any, e: Any,
+                need_e: bool) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+    x_pu_arr = _features("x_pu", x_pu)
+    w_arr = _labels("w", w, len(x_pu_arr), "x_pu")
+    if not need_e and x_e is None and e is None:
+        return x_pu_arr, w_arr, None, None
+    x_e_arr = _features("x_e", x_e)
+    e_arr = _labels("e", e, len(x_e_arr), "x_e")
+    if x_e_arr.shape[1:] != x_pu_arr.shape[1:]:
+        raise ValueError(f"`x_e` has feature shape {x_e_arr.shape[1:]} but `x_pu` has "
+                         f"{x_pu_arr.shape[1:]}.")
+    return x_pu_arr, w_arr, x_e_arr, e_arr
+
+
+def _check_criterion(criterion: Any, exposure_model: Any, reference: Any) -> str:
+    if criterion not in CRITERIA:
+        raise ValueError(f"`criterion` must be one of {list(CRITERIA)}, got {criterion!r}.")
+    _check_yardstick("exposure_model", exposure_model)
+    _check_yardstick("reference", reference)
+    if criterion == "exposure_likelihood" and reference is not None:
+        raise ValueError("`reference` is used by criterion='reference_risk' only; drop it "
+                         "or set criterion='reference_risk'.")
+    if criterion == "reference_risk" and reference is not None and exposure_model is not None:
+        raise ValueError("With criterion='reference_risk', `exposure_model` only serves to "
+                         "fit the default Ratio reference; drop one of `exposure_model` and "
+                         "`reference`.")
+    return criterion
+
+
+def _ratio_exposure(exposure_model: Any) -> keras.Model | None:
+    if exposure_model is not None and not isinstance(exposure_model, keras.Model):
+        raise TypeError("To build the default Ratio reference, `exposure_model` must be a "
+                        f"keras.Model, got {type(exposure_model).__name__}.")
+    return exposure_model
+
+
+# -- the score -------------------------------------------------------------------------
+def validation_score(
+    model: keras.Model | Callable[[Any], Any],
+    x_pu: Any,
+    w: Any,
+    x_e: Any,
+    e: Any,
+    *,
+    criterion: str = "exposure_likelihood",
+    exposure_model: Yardstick | None = None,
+    reference: Yardstick | None = None,
+    from_logits: bool | None = None,
+    batch_size: int = 1024,
+) -> float:
+    """An observable, proper score of ``model`` as an estimate of ``p(y=1|x)``; lower is better.
+
+    Reads only held-out PU rows ``(x_pu, W)`` and exposure rows ``(x_e, E)``,
+    never the hidden ``Y``. Every row counts once (exact means over all rows).
+
+    * ``criterion="exposure_likelihood"`` (default): mean over the PU rows of
+      ``-[W·log(σ(z)θ̂) + (1-W)·log(1 - σ(z)θ̂)]``. ``θ̂`` is
+      ``exposure_model`` or, when None, a logistic regression of ``E`` on
+      ``x_e`` (:func:`adpue_tf.exposure.fit_exposure_model`). **Proper when
+      ``θ̂ = θ``** (the true exposure probability): then its minimiser is
+      ``σ(z) = q/θ = p``. Rows with ``θ ≈ 0`` carry no information.
+    * ``criterion="reference_risk"``: the nnPUE risk
+      (:func:`adpue_tf.risks.nnpue`, ``non_negative=True``, ``β = 0``, the
+      paper's max) of ``model`` on the PU and E rows with ``f†`` fixed to
+      ``reference(x)`` on the E rows. Its minimiser is ``q + f_ref·θ0``:
+      **proper when ``f_ref = p``**, and never rewarding a model for its own
+      over-confidence since the target is the same for every candidate.
+      ``reference`` is a model or callable giving ``f†`` in ``[0, 1]``
+      (a :class:`~adpue_tf.exposure.RatioModel` with ``logits=True`` is read as
+      logits) or, when None, the Ratio estimate ``q̂/θ̂`` fitted on the given
+      rows (:func:`adpue_tf.exposure.fit_ratio_model`; ``θ̂`` is then
+      ``exposure_model`` when given).
+
+    When scoring many candidates, fit the yardstick once
+    (``fit_exposure_model``/``fit_ratio_model``) and pass it, so that every
+    candidate is measured against the same one (and faster).
+
+    Args:
+        model: the candidate: a ``keras.Model`` (a ``DebiasedModel`` scores its
+            net) or a callable ``x -> output``; one output per row.
+        x_pu: held-out PU features ``(n_pu, ...)``.
+        w: their observed positives ``W`` in {0, 1}.
+        x_e: held-out exposure-log features ``(n_e, ...)``; may be None (with
+            ``e``) for the exposure likelihood with ``exposure_model`` given.
+        e: their exposures ``E`` in {0, 1}.
+        criterion: ``"exposure_likelihood"`` or ``"reference_risk"``.
+        exposure_model: a fitted ``θ̂`` giving probabilities in ``[0, 1]``.
+        reference: the fixed ``f†`` for ``"reference_risk"``, values in ``[0, 1]``.
+        from_logits: whether ``model`` outputs logits; None reads the
+            ``from_logits`` of its compiled :class:`~adpue_tf.losses.DebiasedLoss`.
+        batch_size: rows per prediction batch.
+
+    Returns:
+        The score, a Python float.
+
+    Raises:
+        ValueError: on an unknown criterion, a yardstick that does not fit the
+            criterion, labels outside {0, 1}, NaN/inf, mismatched lengths or
+            feature shapes, outputs of the wrong shape, NaN, or yardstick
+            values outside ``[0, 1]``, ``from_logits=None`` on a model without
+            a compiled ``DebiasedLoss``, or a yardstick that cannot be fitted
+            (``e`` or ``w`` constant).
+        TypeError: on non-numeric data, a model or yardstick that is not a
+            Keras model or callable, a non-bool ``from_logits`` or a non-int
+            ``batch_size``.
+
+    Example:
+        >>> import keras, numpy as np, adpue_tf as adp
+        >>> s = adp.synthetic.synthetic_pue(2000, 2000, seed=0)
+        >>> truth = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> truth.set_weights([s.y_weights.reshape(2, 1), np.zeros(1)])
+        >>> theta = adp.exposure.fit_exposure_model(s.x_e, s.e_e)
+        >>> scores = [adp.validation_score(truth, s.x_pu, s.w_pu, s.x_e, s.e_e,
+        ...                                exposure_model=theta, from_logits=True),
+        ...           adp.validation_score(lambda x: 2.0 * truth(x), s.x_pu, s.w_pu,
+        ...                                s.x_e, s.e_e, exposure_model=theta,
+        ...                                from_logits=True)]
+        >>> scores[0] < scores[1]
+        True
+    """
+    criterion = _check_criterion(criterion, exposure_model, reference)
+    if not (isinstance(model, keras.Model) or callable(model)):
+        raise TypeError(f"`model` must be a keras.Model or a callable, got "
+                        f"{type(model).__name__}.")
+    from_logits = _resolve_from_logits(model, from_logits)
+    batch_size = check_int("batch_size", batch_size, 1)
+    need_e = criterion == "reference_risk" or exposure_model is None
+    if not need_e and (x_e is None) != (e is None):
+        raise ValueError("Give both `x_e` and `e`, or neither (with `exposure_model`).")
+    x_pu, w, x_e, e = _check_rows(x_pu, w, x_e, e, need_e)
+
+    z_pu = to_logits(_outputs("model", model, x_pu, batch_size), from_logits)
+    if criterion == "exposure_likelihood":
+        theta_model = exposure_model if exposure_model is not None \
+            else fit_exposure_model(x_e, e)
+        theta = _probabilities("exposure_model", theta_model, x_pu, batch_size)
+        nll = ops.convert_to_numpy(exposure_nll(w, z_pu, theta))
+        return float(np.mean(nll.astype(np.float64)))
+
+    if reference is None:
+        reference = fit_ratio_model(x_pu, w, x_e, e,
+                                    exposure_model=_ratio_exposure(exposure_model))
+    f_ref = _probabilities("reference", reference, x_e, batch_size)
+    z_e = to_logits(_outputs("model", model, x_e, batch_size), from_logits)
+    y = np.concatenate([labels.pack_labels(Source.PU, w=w, dagger=np.zeros(len(w))),
+                        labels.pack_labels(Source.E, e=e, dagger=f_ref)])
+    z = ops.concatenate([z_pu, z_e])
+    return float(risks.nnpue(y, z, from_logits=True).risk)
