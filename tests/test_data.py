@@ -105,7 +105,7 @@ def test_batch_counts_largest_remainder(shares, batch_size, expected):
 def test_interleave_order_spreads_every_stream_over_replica_slices():
     # Exhaustive over small batches: each of R equal contiguous slices holds every
     # stream with k >= 2R (k >= R with two streams), as the module docstring says.
-    from adpue_tf.data import _interleave_order
+    from adpue_tf.data.builders import _interleave_order
 
     for total in range(2, 25):
         for k0 in range(1, total):

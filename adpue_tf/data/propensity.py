@@ -1,0 +1,71 @@
+"""Attach the propensity ``θ̂(e=1|x)`` to built batches, for the IPS baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+__all__ = ["with_propensity"]
+
+
+def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
+                    from_logits: bool = False) -> tf.data.Dataset:
+    """Append the propensity ``θ̂(e=1|x)`` of every row as column 3 of the labels.
+
+    For :class:`adpue_tf.IPSLoss`, which weights the cross-entropy on ``W`` by
+    ``1/θ̂``: ``exposure_model`` (e.g. :func:`adpue_tf.exposure.fit_exposure_model`,
+    fitted on the exposure log) is evaluated on each batch's features.
+
+    Args:
+        dataset: batches ``(x, y)`` of a builder of this module, ``y`` of
+            shape ``(batch, 3)``; ``x`` a tensor or a dict of tensors.
+        exposure_model: a Keras model or callable ``x -> θ̂`` of shape
+            ``(batch,)`` or ``(batch, 1)``.
+        from_logits: whether ``exposure_model`` outputs logits (else probabilities).
+
+    Returns:
+        The batches ``(x, y)`` with ``y`` of shape ``(batch, 4)``.
+
+    Raises:
+        TypeError: if ``dataset`` is not a ``tf.data.Dataset`` of ``(x, y)`` or
+            ``exposure_model`` is not callable.
+        ValueError: if the labels already have 4 columns.
+
+    Example:
+        >>> import numpy as np, keras
+        >>> from adpue_tf.data import pue_dataset
+        >>> ds = pue_dataset(np.zeros((4, 2)), [1, 0, 1, 0], np.zeros((4, 2)), [1, 0, 1, 0],
+        ...                  batch_size=4, seed=0)
+        >>> half = lambda x: keras.ops.full((keras.ops.shape(x)[0], 1), 0.5)
+        >>> x, y = next(iter(with_propensity(ds, half)))
+        >>> y.shape, float(y[0, 3])
+        (TensorShape([4, 4]), 0.5)
+    """
+    if not isinstance(dataset, tf.data.Dataset):
+        raise TypeError(f"`dataset` must be a tf.data.Dataset of (x, y) batches, "
+                        f"got {type(dataset).__name__}.")
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2 and
+            isinstance(spec[1], tf.TensorSpec)):
+        raise TypeError("`dataset` must yield (x, y) batches with packed labels y, got "
+                        f"element spec {spec}.")
+    if spec[1].shape.rank != 2 or spec[1].shape[-1] != 3:
+        raise ValueError(f"`dataset` labels must have shape (batch, 3) (w, e, source), got "
+                         f"{spec[1].shape}; column 3 is where θ̂ goes.")
+    if not callable(exposure_model):
+        raise TypeError(f"`exposure_model` must be a Keras model or a callable, "
+                        f"got {type(exposure_model).__name__}.")
+    if not isinstance(from_logits, bool):
+        raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
+
+    def attach(x: Any, y: Any) -> tuple[Any, Any]:
+        out = exposure_model(x, training=False) if isinstance(
+            exposure_model, keras.Model) else exposure_model(x)
+        theta = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
+        if from_logits:
+            theta = tf.sigmoid(theta)
+        return x, tf.concat([tf.cast(y, tf.float32), theta], axis=1)
+
+    return dataset.map(attach, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

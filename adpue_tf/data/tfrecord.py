@@ -1,0 +1,143 @@
+"""Sharded TFRecord logs of ``tf.Example`` as rows for the builders, never all in memory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from adpue_tf._checks import check_int
+
+__all__ = ["read_tfrecords"]
+
+
+def _tfrecord_files(files: Any) -> list[str]:
+    patterns = [files] if isinstance(files, (str, os.PathLike)) else files
+    if isinstance(patterns, (bytes, Mapping)) or not isinstance(patterns, Sequence) or not patterns:
+        raise TypeError("`files` must be a path or glob pattern, or a non-empty sequence of "
+                        f"them, got {files!r}.")
+    found: list[str] = []
+    for pattern in patterns:
+        if not isinstance(pattern, (str, os.PathLike)):
+            raise TypeError(f"`files` must hold paths or glob patterns, got {pattern!r}.")
+        hits = sorted(tf.io.gfile.glob(os.fspath(pattern)))
+        if not hits:
+            raise FileNotFoundError(f"`files`: no file matches {os.fspath(pattern)!r}.")
+        found += [h for h in hits if h not in found]
+    return found
+
+
+def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
+                   labels: str | Sequence[str] | None = None, rows: int | None = None,
+                   shuffle_files: bool = False, seed: int | None = None,
+                   input_context: tf.distribute.InputContext | None = None,
+                   compression_type: str | None = None, parse_batch: int = 256,
+                   deterministic: bool = True) -> tf.data.Dataset:
+    """Stream the rows of sharded TFRecord files of ``tf.Example`` for the builders.
+
+    Nothing is loaded in memory: the files are read by a parallel interleave,
+    parsed ``parse_batch`` records at a time in parallel, split back into rows
+    and prefetched. The result is a Dataset of unbatched rows ``(features,
+    *labels)`` (``features`` alone without ``labels``), ready for an ``x_*``
+    argument of any builder, e.g. ``pue_dataset(read_tfrecords(pu_files, spec,
+    labels="w"), None, read_tfrecords(e_files, spec, labels="e"), None, ...)``.
+
+    Args:
+        files: a path or glob pattern (``"log/pu/part-*.tfrecord"``), or a
+            sequence of them; matches are sorted, so the order is reproducible.
+        features: ``tf.io.FixedLenFeature`` per key, including the label keys:
+            the feature spec of ``tf.io.parse_example``.
+        labels: the key (PU: ``"w"``, E: ``"e"``) or keys (SSE: ``("w", "e")``)
+            returned after the features, in order; None for P or U rows.
+        rows: the number of rows, if known (e.g. from the log's metadata): the
+            Dataset then has this cardinality, so the builders can use their
+            default ``shares`` and epoch length; a different count fails while
+            iterating. Unknown (None): pass ``shares`` and ``steps_per_epoch``.
+        shuffle_files: shuffle the file order every pass (the builders shuffle
+            rows within a buffer of 10,000).
+        seed: seed of the file shuffle.
+        input_context: from ``strategy.distribute_datasets_from_function``:
+            each input pipeline reads its own files (``files[i::n]``; it needs
+            at least ``n`` files), so workers never read the same rows.
+            ``rows`` is then this pipeline's share.
+        compression_type: ``"GZIP"``, ``"ZLIB"`` or None, as for ``TFRecordDataset``.
+        parse_batch: records parsed per call.
+        deterministic: keep the order of the interleave (False: faster, order varies).
+
+    Returns:
+        A Dataset of rows ``(features_dict, label, ...)``, or ``features_dict``.
+
+    Raises:
+        FileNotFoundError: a pattern matches no file.
+        TypeError: a bad ``files`` or a spec that is not a ``FixedLenFeature``
+            (naming the key).
+        ValueError: a label key missing from ``features``, no feature left
+            besides the labels, too few files for the input pipelines, bad sizes.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "part-0.tfrecord")
+        >>> with tf.io.TFRecordWriter(path) as f:
+        ...     for i in range(4):
+        ...         f.write(tf.train.Example(features=tf.train.Features(feature={
+        ...             "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+        ...             "w": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2]))})
+        ...         ).SerializeToString())
+        >>> spec = {"id": tf.io.FixedLenFeature([], tf.int64),
+        ...         "w": tf.io.FixedLenFeature([], tf.int64)}
+        >>> rows = read_tfrecords(path, spec, labels="w", rows=4)
+        >>> [(int(x["id"]), int(w)) for x, w in rows]
+        [(0, 0), (1, 1), (2, 0), (3, 1)]
+    """
+    paths = _tfrecord_files(files)
+    if not isinstance(features, Mapping) or not features:
+        raise TypeError("`features` must be a non-empty dict of tf.io.FixedLenFeature, got "
+                        f"{features!r}.")
+    for key, spec in features.items():
+        if not isinstance(key, str):
+            raise TypeError(f"`features` keys must be strings, got {key!r}.")
+        if not isinstance(spec, tf.io.FixedLenFeature):
+            raise TypeError(
+                f'`features["{key}"]` must be a tf.io.FixedLenFeature (one dense value per '
+                f"row), got {type(spec).__name__}.")
+    keys = [] if labels is None else [labels] if isinstance(labels, str) else list(labels)
+    for key in keys:
+        if not isinstance(key, str) or key not in features:
+            raise ValueError(f"`labels`: {key!r} is not a key of `features` "
+                             f"({sorted(features)}).")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"`labels` repeats a key: {keys}.")
+    if not set(features) - set(keys):
+        raise ValueError("`features` has no feature besides the labels.")
+    if rows is not None:
+        rows = check_int("rows", rows, 1)
+    parse_batch = check_int("parse_batch", parse_batch, 1)
+    if seed is not None:
+        seed = check_int("seed", seed, -(2**63))
+    if input_context is not None:
+        n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+        if len(paths) < n:
+            raise ValueError(f"`files`: {len(paths)} file(s) for {n} input pipelines; each "
+                             "pipeline reads whole files, so write at least one per pipeline.")
+        paths = paths[i::n]
+    spec = dict(features)
+
+    def parse(serialized: tf.Tensor) -> Any:
+        parsed = tf.io.parse_example(serialized, spec)
+        x = {k: v for k, v in parsed.items() if k not in keys}
+        return (x, *[parsed[k] for k in keys]) if keys else x
+
+    ds = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle_files:
+        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.interleave(
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression_type),
+        cycle_length=min(len(paths), 16), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic)
+    ds = ds.batch(parse_batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                                   deterministic=deterministic).unbatch()
+    if rows is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(rows))
+    return ds.prefetch(tf.data.AUTOTUNE)
