@@ -1,0 +1,244 @@
+""":func:`export_for_serving`: a trained model as a SavedModel for TensorFlow Serving."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from adpue_tf._guards import probability_to_logit
+from adpue_tf.model import DebiasedModel
+from adpue_tf.serving.signatures import (
+    EXAMPLES_INPUT,
+    EXAMPLES_SIGNATURE,
+    INPUT_NAME,
+    SIGNATURE_NAME,
+    _feature_shape,
+    _feature_specs,
+    _lookup_layers,
+    example_spec,
+)
+from adpue_tf.serving.target import _check_target, _swap_in
+from adpue_tf.serving.warmup import WARMUP_FILE, _warmup_records
+
+__all__ = ["export_for_serving"]
+
+
+def _check_output(out: Any) -> None:
+    """Raise ValueError unless ``out`` is one tensor of shape ``(batch,)`` or ``(batch, 1)``."""
+    if isinstance(out, (list, tuple, dict)) or len(tf.nest.flatten(out)) != 1:
+        raise ValueError(
+            "`model` must have a single output (one logit or probability), got "
+            f"{len(tf.nest.flatten(out))} outputs.")
+    shape = tuple(out.shape)
+    if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
+        raise ValueError(
+            "`model` must have one output unit (shape (batch,) or (batch, 1)), got "
+            f"output shape {shape}.")
+
+
+def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
+    if from_logits is not None:
+        if not isinstance(from_logits, bool):
+            raise TypeError(f"`from_logits` must be True, False or None, got {from_logits!r}.")
+        return from_logits
+    value = getattr(getattr(model, "loss", None), "from_logits", None)
+    if isinstance(value, bool):
+        return value
+    raise ValueError(
+        "Cannot tell whether `model` outputs logits or probabilities: its compiled "
+        "loss has no `from_logits` attribute. Pass `from_logits=True` or "
+        "`from_logits=False` explicitly.")
+
+
+def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
+                       from_logits: bool | None = None, overwrite: bool = False,
+                       warmup_rows: Any = None) -> str:
+    """Write ``model`` as a SavedModel whose ``serving_default`` returns probabilities.
+
+    The signature ``serving_default`` (method ``tensorflow/serving/predict``)
+    takes one float32 input ``features`` of shape ``(None, *feature_shape)``,
+    or, for a model whose input is a dict of named ``keras.Input``s (ids as
+    int64 or strings, float vectors), those named inputs with their own dtypes
+    and shapes. A feature-dict model gets a second signature ``examples``
+    taking ``examples``: a ``tf.string`` vector of serialized ``tf.Example``
+    protos, parsed with :func:`example_spec` of its inputs. Both return a dict
+    of float32 tensors of shape ``(None, 1)``:
+
+    * ``probability``: ``p(y=1|x)``, the sigmoid of the logit, or the model's
+      output as is when it outputs probabilities;
+    * ``logit``: the model's output as is, or the clipped log-odds
+      ``log(p) - log(1 - p)`` of ``p`` clipped to ``[1e-7, 1 - 1e-7]``.
+
+    The outputs are cast to float32 whatever the model's dtype policy
+    (``mixed_float16``, ``mixed_bfloat16``). For a :class:`DebiasedModel` only
+    the trained ``net`` is exported: neither the ``f†`` snapshot, the initial
+    guess nor the optimizer. The SavedModel holds exactly the variables the
+    forward pass reads, and runs without Keras or ``adpue_tf`` (TF Serving,
+    ``tf.saved_model.load``).
+
+    TF Serving layout: it watches ``--model_base_path=<export>/<model_name>``
+    and serves the highest numeric version directory, so pass ``path`` as
+    ``export/<model_name>/<version>`` (see :func:`serving_path`); it then holds
+    ``saved_model.pb`` and ``variables/``. The directory is written under a
+    temporary non-numeric name next to ``path`` and renamed when complete, so
+    TF Serving never loads a half-written version.
+
+    Nothing is lost: ``path`` must be new, an empty directory, or (with
+    ``overwrite=True``) a SavedModel directory (one holding ``saved_model.pb``
+    or ``saved_model.pbtxt``). A SavedModel is replaced by two renames after
+    the new export is complete; if anything fails the old export stays. Any
+    other file or directory (a TF Serving base directory holding versions
+    ``1/``, ``2/``, ..., the working directory or one above it, ``""``) is
+    refused before anything is written.
+
+    A REST request (``POST /v1/models/<model_name>:predict``) in row format::
+
+        {"signature_name": "serving_default", "instances": [[0.1, -1.2, 3.0], [0.0, 0.5, 1.0]]}
+
+    returns one object per row::
+
+        {"predictions": [{"probability": [0.71], "logit": [0.9]}, ...]}
+
+    and in columnar format ``{"inputs": {"features": [[0.1, -1.2, 3.0]]}}``
+    returns ``{"outputs": {"probability": [[0.71]], "logit": [[0.9]]}}``.
+
+    A request of the wrong width or rank fails with ``InvalidArgumentError:
+    Shape of tensor features [2,4] is not compatible with expected shape
+    [?,3]`` (checked by the signature itself); a direct call with float64
+    features gets TensorFlow's own ``input #0 was expected to be a float tensor
+    but is a double tensor`` (TF Serving converts JSON numbers to float32).
+
+    Args:
+        model: a built Keras model with one input tensor or a dict of named
+            inputs, and one output unit; or a :class:`DebiasedModel` (its
+            ``net`` is exported). Lookup layers (``StringLookup``,
+            ``IntegerLookup``, ``TextVectorization``) are exported with their tables.
+        path: the SavedModel directory to create, e.g.
+            ``serving_path("export", "ranker", 1)``.
+        from_logits: whether the model outputs logits. Default: the
+            ``from_logits`` attribute of the compiled loss.
+        overwrite: replace ``path`` if it holds a SavedModel.
+        warmup_rows: a few example rows (an array ``(n, *feature_shape)``, or
+            for a feature-dict model a dict of arrays with ``n`` rows each) to
+            write as TF Serving warm-up requests in
+            ``assets.extra/tf_serving_warmup_requests``: one ``PredictRequest``
+            per signature (for ``examples``, the rows as serialized
+            ``tf.Example``), which TF Serving replays when it loads the version,
+            so the first real request is not slow. Default: none.
+
+    Returns:
+        ``path`` as a normalised string (no trailing separator).
+
+    Raises:
+        TypeError: if ``model`` is not a ``keras.Model``, ``path`` not a path,
+            or ``from_logits`` or ``overwrite`` not a bool.
+        ValueError: if the input shape of ``model`` is unknown (not built), it
+            has several inputs, several outputs or several output units, or
+            ``from_logits`` is None and the compiled loss does not tell; if
+            ``path`` is empty, the working directory or one of its ancestors,
+            or holds anything but a SavedModel (the message says what is there);
+            a single input that is not float; a named feature whose key cannot
+            name a serving input, or whose shape is not fixed.
+        FileExistsError: if ``path`` holds a SavedModel and ``overwrite`` is False.
+
+    Example:
+        >>> import os, shutil, tempfile, keras, tensorflow as tf, adpue_tf as adp
+        >>> from adpue_tf.serving import export_for_serving, serving_path
+        >>> net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        >>> net.compile("adam", loss=adp.ADPUELoss(from_logits=True))
+        >>> base = tempfile.mkdtemp()
+        >>> path = export_for_serving(net, serving_path(base, "ranker", 1))
+        >>> sorted(os.listdir(path))
+        ['assets', 'fingerprint.pb', 'saved_model.pb', 'variables']
+        >>> serve = tf.saved_model.load(path).signatures["serving_default"]
+        >>> out = serve(features=tf.zeros((2, 3)))
+        >>> sorted(out), out["probability"].dtype.name, tuple(out["probability"].shape)
+        (['logit', 'probability'], 'float32', (2, 1))
+        >>> float(out["probability"][0, 0]), float(out["logit"][0, 0])
+        (0.5, 0.0)
+        >>> shutil.rmtree(base)
+    """
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"`model` must be a keras.Model, got {type(model).__name__}.")
+    net = model.net if isinstance(model, DebiasedModel) else model
+    specs = _feature_specs(net)
+    feature_shape: tuple[int | None, ...] = _feature_shape(net) if specs is None else ()
+    parse_spec = example_spec(specs) if specs is not None else None
+    logits_out = _resolve_from_logits(model, from_logits)
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
+    path = _check_target(path, overwrite)
+
+    def outputs(out: Any) -> dict[str, tf.Tensor]:
+        _check_output(out)
+        out = tf.cast(out, tf.float32)  # no op when already float32
+        if out.shape.rank != 2:  # (batch,) -> (batch, 1); no op for the usual (batch, 1)
+            out = tf.reshape(out, (-1, 1))
+        if logits_out:
+            return {"probability": tf.sigmoid(out), "logit": out}
+        return {"probability": out, "logit": probability_to_logit(out)}
+
+    def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
+        # Checked when served: a wrong width or rank fails here, naming the input
+        # ("Shape of tensor features [2,4] is not compatible with expected shape
+        # [?,3]"), not inside the first layer.
+        features = tf.ensure_shape(features, (None, *feature_shape), name=f"{INPUT_NAME}_shape")
+        return outputs(net(features, training=False))
+
+    def serve_named(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        assert specs is not None  # the feature-dict endpoints exist only with specs
+        features = {k: tf.ensure_shape(v, specs[k].shape, name=f"{k}_shape")
+                    for k, v in features.items()}
+        return outputs(net(features, training=False))
+
+    def serve_examples(examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        assert specs is not None and parse_spec is not None
+        parsed = tf.io.parse_example(examples, parse_spec)
+        return outputs(net({k: tf.cast(v, specs[k].dtype) for k, v in parsed.items()},
+                           training=False))
+
+    archive = keras.export.ExportArchive()
+    # No archive.track(net): the archive saves the variables the endpoints read,
+    # once each (tracking would store every value twice, plus unused RNG state);
+    # only lookup tables, which are not variables, are tracked by their layers.
+    for layer in _lookup_layers(net):
+        archive.track(layer)
+    if specs is None:
+        endpoints = [archive.add_endpoint(
+            SIGNATURE_NAME, serve,
+            input_signature=[tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)])]
+    else:
+        endpoints = [
+            archive.add_endpoint(SIGNATURE_NAME, serve_named, input_signature=[specs]),
+            archive.add_endpoint(
+                EXAMPLES_SIGNATURE, serve_examples,
+                input_signature=[tf.TensorSpec((None,), tf.string, name=EXAMPLES_INPUT)])]
+    for endpoint in endpoints:
+        endpoint.get_concrete_function()  # trace now: output checks before touching the disk
+    warmup = None if warmup_rows is None else _warmup_records(
+        warmup_rows, specs if specs is not None else
+        {INPUT_NAME: tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)},
+        model_name=os.path.basename(os.path.dirname(os.path.abspath(path))),
+        examples=specs is not None)
+
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+    try:
+        archive.write_out(tmp, verbose=False)
+        if warmup is not None:
+            os.makedirs(os.path.join(tmp, WARMUP_FILE.split("/")[0]))
+            with tf.io.TFRecordWriter(os.path.join(tmp, *WARMUP_FILE.split("/"))) as writer:
+                for record in warmup:
+                    writer.write(record)
+        _check_target(path, overwrite)  # again: something may have appeared meanwhile
+        _swap_in(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path
