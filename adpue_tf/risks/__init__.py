@@ -1,0 +1,61 @@
+"""The debiased risks of SPEC.md as pure functions.
+
+Each function takes a packed ``y_true`` (see :mod:`adpue_tf.labels`) and the
+model output, and returns :class:`RiskTerms`. All arithmetic is float32 from
+logits: ``ℓ1(z) = softplus(-z)``, ``ℓ0(z) = softplus(z)``.
+
+``R+`` collects the terms on ``ℓ1`` and ``R-`` the terms on ``ℓ0`` (the
+non-negative correction acts on ``R-``). For nnPE and FPUE the proxy's
+correction ``C`` is reported in neither: ``risk = R+ + max(R-, 0) + C``.
+
+The non-negative correction is in :mod:`adpue_tf.correction`.
+
+One vocabulary, as Keras's ``huber`` / ``Huber`` / ``"huber"``: the function
+``adpue`` is wrapped by :class:`adpue_tf.losses.ADPUELoss`, whose registry key
+is ``"adpue"`` (:func:`adpue_tf.losses.get`); the same for every risk here.
+Function and class take the same options with the same defaults. The former
+names ``nnpue``, ``nnpe`` and ``fpue`` (named after the risks rather than the
+methods) remain as aliases of ``adpue``, ``adpe`` and ``adfpu``.
+
+Example:
+    >>> import numpy as np
+    >>> from adpue_tf import risks
+    >>> from adpue_tf.labels import pack_pu, pack_e
+    >>> y = np.concatenate([pack_pu([1, 0]), pack_e([1, 0])])
+    >>> terms = risks.adpue(y, np.zeros((4, 1), "float32"), from_logits=True)
+    >>> round(float(terms.risk), 4)
+    0.6931
+"""
+
+from adpue_tf.correction import RiskTerms
+from adpue_tf.risks.baselines import ips, logit, nnpu, pnu, upu
+from adpue_tf.risks.debiasing import (
+    ad3se,
+    adfpu,
+    adpe,
+    adpue,
+    ads,
+    adss,
+    double_adss,
+)
+
+__all__ = [
+    "RiskTerms",
+    "adpue",
+    "adpe",
+    "adfpu",
+    "ads",
+    "adss",
+    "double_adss",
+    "ad3se",
+    "logit",
+    "upu",
+    "nnpu",
+    "pnu",
+    "ips",
+]
+
+#: Former names of :func:`adpue`, :func:`adpe` and :func:`adfpu` (kept as aliases).
+nnpue = adpue
+nnpe = adpe
+fpue = adfpu
