@@ -189,10 +189,10 @@ def test_load_file_default_and_given_positive(tmp_path):
 
 def test_exposure_features_stand_in_for_small_or_unscaled_data():
     x, _ = _data(n=20, d=13)
-    assert bench._exposure_features(x, 0)[0] is None
-    small, why = bench._exposure_features(x[:, :5], 0)
+    assert bench.linear._exposure_features(x, 0)[0] is None
+    small, why = bench.linear._exposure_features(x[:, :5], 0)
     assert small.shape == (20, 13) and "5 features" in why
-    assert "outside [-1, 1]" in bench._exposure_features(3 * x, 0)[1]
+    assert "outside [-1, 1]" in bench.linear._exposure_features(3 * x, 0)[1]
 
 
 def _fake_setting(calls):

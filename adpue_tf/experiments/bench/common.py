@@ -1,0 +1,90 @@
+"""What both tables' runners share: the dataset lists, the output directory, writing files whole."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from adpue_tf.experiments import datasets
+
+__all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "prepare_out"]
+
+
+LINEAR_DATASETS = ("australian", "w8a", "covtype", "mushrooms", "german")
+
+
+NEURAL_DATASETS = ("mnist", "fashion_mnist", "cifar10")
+
+
+def _check_names(names: tuple[str, ...], known: tuple[str, ...]) -> None:
+    if not names:
+        raise ValueError(f"`datasets` is empty; name at least one of {list(known)}.")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"Unknown data set(s) {unknown}; known: {list(known)}.")
+
+
+def prepare_out(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` and check that files can be written there, before any work.
+
+    Args:
+        out_dir: the results directory (created with its parents if missing).
+
+    Returns:
+        ``out_dir`` as a ``Path``.
+
+    Raises:
+        ValueError: naming ``out_dir`` and the reason, if it cannot be created
+            or written to.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> out = prepare_out(Path(tempfile.mkdtemp()) / "results")
+        >>> out.is_dir(), list(out.iterdir())
+        (True, [])
+    """
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=out)
+        os.close(fd)
+        os.remove(probe)  # the probe file we just created, nothing else
+    except OSError as err:
+        raise ValueError(
+            f"cannot write results to `--out` {str(out)!r}: {err.strerror or err}. Nothing "
+            "was computed; choose a writable directory.") from err
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` whole (a reader never sees half a file)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _status(done: int, total: int) -> str:
+    return ("" if done == total else
+            f"**Partial: {done} of {total} settings finished** (the run was interrupted or "
+            "is still going; settings not finished say `not run` or are left out).  ")
+
+
+def _load(name: str, *, strict: bool, **kw: Any) -> tuple[datasets.Dataset | None, str]:
+    """The data set, or ``(None, reason)`` when its files are missing and not ``strict``."""
+    try:
+        return datasets.load(name, **kw), ""
+    except (FileNotFoundError, ImportError, OSError) as err:
+        if strict:
+            raise
+        print(f"adpue-tf bench: {name}: no data: {err}", file=sys.stderr)
+        return None, str(err).splitlines()[0]
