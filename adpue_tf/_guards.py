@@ -25,8 +25,6 @@ _EPS = 1e-7
 #: Logits are clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` (as probabilities are
 #: clipped): ``±inf`` give a finite loss, never ``0·inf = NaN``.
 MAX_LOGIT = 1e4
-
-
 #: The words of the error that stops a fit whose model output blew up; callers that
 #: record a diverged run (the benchmarks) match on them.
 DIVERGED = "holds NaN, infinite or exploded values"

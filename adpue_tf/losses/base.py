@@ -19,8 +19,6 @@ __all__ = ["REDUCTION", "DebiasedLoss"]
 
 #: The one reduction a debiased loss has (Keras's default): see :class:`DebiasedLoss`.
 REDUCTION = "sum_over_batch_size"
-
-
 #: How many recent calls a loss remembers for :meth:`DebiasedLoss.last_terms`
 #: (one per replica of a distribution strategy is enough).
 _REMEMBERED_CALLS = 16

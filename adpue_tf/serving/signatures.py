@@ -13,20 +13,12 @@ __all__ = ["EXAMPLES_INPUT", "EXAMPLES_SIGNATURE", "INPUT_NAME", "SIGNATURE_NAME
 
 #: Name of the exported signature (the one TF Serving uses by default).
 SIGNATURE_NAME = "serving_default"
-
-
 #: Name of the signature's only input (dense models).
 INPUT_NAME = "features"
-
-
 #: Signature of a feature-dict model that takes serialized ``tf.Example`` protos...
 EXAMPLES_SIGNATURE = "examples"
-
-
 #: ... in its one input of this name (``tf.string``, shape ``[None]``).
 EXAMPLES_INPUT = "examples"
-
-
 #: Signature keys TF accepts (they become op names).
 _KEY = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*")
 

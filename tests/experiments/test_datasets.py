@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 
+import adpue_tf
 from adpue_tf.experiments import datasets as D
 
 # The real LIBSVM files: ADPUE_DATA_DIR (the Makefile sets it), else the copy
@@ -116,12 +117,12 @@ def test_libsvm_verify_local_copies(tmp_path, monkeypatch):
     path = _svm(tmp_path / "australian_scale", [1, -1], 14)
     with pytest.raises(ValueError, match="sha256") as err:  # verify is the default
         D.load_libsvm("australian", data_dir=tmp_path)
-    assert str(path) in str(err.value) and D._SHA256["australian_scale"] in str(err.value)
-    monkeypatch.setitem(D._SHA256, "australian_scale", _digest(path.read_bytes()))
+    assert str(path) in str(err.value) and D.libsvm._SHA256["australian_scale"] in str(err.value)
+    monkeypatch.setitem(D.libsvm._SHA256, "australian_scale", _digest(path.read_bytes()))
     assert D.load_libsvm("australian", data_dir=tmp_path).x.shape == (2, 14)
     # a compressed copy is checked by its decompressed bytes
     mush = _svm(tmp_path / "libsvm" / "mushrooms", [1, 2, 1], 112, compress="bz2")
-    monkeypatch.setitem(D._SHA256, "mushrooms", _digest(bz2.decompress(mush.read_bytes())))
+    monkeypatch.setitem(D.libsvm._SHA256, "mushrooms", _digest(bz2.decompress(mush.read_bytes())))
     assert D.load_libsvm("mushrooms", data_dir=tmp_path).x.shape == (3, 112)
     mush.write_bytes(bz2.compress(b"1 1:1\n"))
     with pytest.raises(ValueError, match="mushrooms.bz2: sha256"):
@@ -185,7 +186,7 @@ def test_libsvm_offline_names_file_url_and_variable():
 
 
 def test_published_sha256():
-    assert D._SHA256 == {
+    assert D.libsvm._SHA256 == {
         "australian_scale": "86799bcc4dbcd41929a514fa181d1c1a40e01f009dee139d4141a194d7ecd9e3",
         "german.numer_scale": "97637cc6b994bd3fa78999c771bc044bea7a0cdf91d43b6ecfd10f7e7c4ebc82",
         "mushrooms": "f39a4eb628dc61a7d43760815b061c9e497aa728ce1ad8bde57a09ef6043b538",
@@ -270,7 +271,7 @@ def test_data_dir_errors(tmp_path, monkeypatch):
 
 
 def test_package_knows_no_shared_path():
-    root = Path(D.__file__).resolve().parents[1]
+    root = Path(adpue_tf.__file__).resolve().parent
     pattern = r"""[/\\]shared\b|\bshared[/\\]|["']shared["']\s*/|/\s*["']shared["']"""
     assert re.search(pattern, 'Path.cwd().parent / "shared" / "data"')  # what it catches
     assert re.search(pattern, 'env = "../shared/data/libsvm"')

@@ -14,8 +14,6 @@ __all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "prepare_out"]
 
 
 LINEAR_DATASETS = ("australian", "w8a", "covtype", "mushrooms", "german")
-
-
 NEURAL_DATASETS = ("mnist", "fashion_mnist", "cifar10")
 
 

@@ -21,6 +21,7 @@ from adpue_tf.experiments.bench.common import (
     _write,
     prepare_out,
 )
+from adpue_tf.experiments.datasets.common import _read_bytes as read_bytes
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, machine, markdown_table
 
@@ -29,7 +30,7 @@ __all__ = ["load_file", "run_linear"]
 
 def _max_index(path: Path) -> int:
     """The largest feature index of a LIBSVM file (0 when no row has a feature)."""
-    raw = datasets._read_bytes(path)  # decompresses .gz/.bz2 as read_libsvm does
+    raw = read_bytes(path)  # decompresses .gz/.bz2 as read_libsvm does
     found = re.findall(rb"[ \t](\d+):", raw)
     return max((int(i) for i in found), default=0)
 
