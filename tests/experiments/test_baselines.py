@@ -71,10 +71,10 @@ def test_expected_loglik_and_slopes():
     f, e, s = np.array([0.5, 0.8]), np.array([0.5, 0.25]), np.array([1.0, 0.0])
     # row 1: log(0.25); row 2: P = 0.75, 0.75·log(0.8·0.75) + 0.25·log(0.2)
     want = (np.log(0.25) + 0.75 * np.log(0.6) + 0.25 * np.log(0.2)) / 2
-    assert baselines._expected_loglik(f, e, s) == pytest.approx(want, rel=1e-12)
+    assert baselines.sar_em._expected_loglik(f, e, s) == pytest.approx(want, rel=1e-12)
     hist = np.random.default_rng(0).normal(size=(4, 10))
     want = [np.polyfit(np.arange(10), h, 1)[0] for h in hist]
-    np.testing.assert_allclose(baselines._slopes(hist), want, rtol=1e-10)
+    np.testing.assert_allclose(baselines.sar_em._slopes(hist), want, rtol=1e-10)
 
 
 def test_stopping_rule_and_round_limit(sar_small):
