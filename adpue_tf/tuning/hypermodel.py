@@ -20,25 +20,11 @@ Example:
     >>> hm.objective.name
     'val_l_risk'
 
-A search (``validation_data`` is required; build it from held-out rows with
-``shuffle=False``: for PUE/PE/FPUE in the validation layout of
-:mod:`adpue_tf.validation`, e.g. ``adp.validation.pue_validation_data(...)``,
-which carries the fitted ``θ̂`` and reference ``f†`` the objective needs)::
-
-    tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=20,
-                                     directory="tuning", project_name="dadss")
-    tuner.search(train_ds, validation_data=val_ds, epochs=30)
-    best_hp = tuner.get_best_hyperparameters(1)[0]
-    model = hm.build(best_hp)          # retrain on all the data, or
-    model = tuner.get_best_models(1)[0]
-
-Distributed tuning:
-    KerasTuner's distributed mode (a chief holding the oracle, workers
-    training trials, set by ``KERASTUNER_TUNER_ID``, ``KERASTUNER_ORACLE_IP``
-    and ``KERASTUNER_ORACLE_PORT``) works unchanged; the documentation's page
-    "Distributed tuning" (``docs/distributed-tuning.md``) shows how to run it.
-    Do not pass ``optimizer=``, ``loss=`` or ``metrics=`` to the tuner: they
-    would recompile the model and drop the risk metrics the objective reads.
+A search: the README's "Tuning with KerasTuner" section (``validation_data`` is required, in
+the validation layout of :mod:`adpue_tf.validation` for PUE/PE/FPUE); distributed
+tuning (KerasTuner's chief and workers, unchanged): ``docs/distributed-tuning.md``.
+Do not pass ``optimizer=``, ``loss=`` or ``metrics=`` to the tuner: they would
+recompile the model and drop the risk metrics the objective reads.
 """
 
 from __future__ import annotations
