@@ -27,7 +27,6 @@ from adpue_tf.validation.scores import (
 __all__ = ["fpue_validation_data", "pe_validation_data", "pue_validation_data"]
 
 
-# -- validation data in the validation layout ------------------------------------------
 def _augmented(x: np.ndarray, column: np.ndarray) -> np.ndarray:
     return np.concatenate([x.reshape(len(x), -1), column.reshape(-1, 1)],
                           axis=1).astype("float32")

@@ -25,7 +25,6 @@ __all__ = ["ExposureLikelihood", "ReferenceRisk"]
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
 
-# -- the scores as Keras metrics -------------------------------------------------------
 def _packed_4(y_true: Any, who: str) -> Any:
     """Labels in the validation layout as float32; None for plain 3-column labels."""
     y = ops.convert_to_tensor(y_true)
