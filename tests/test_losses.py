@@ -25,6 +25,9 @@ LOSSES = [
     (adp.NNPULoss, {"prior": 0.4}),
     (adp.PNULoss, {"prior": 0.4, "eta": -0.3}),
     (adp.IPSLoss, {"clip": 0.1}),
+    (adp.ExposureLikelihoodLoss, {}),
+    (adp.ExposureBrierLoss, {}),
+    (adp.ExposedPULoss, {"gamma": 1.0}),
 ]
 IDS = [f"{c.__name__}{'-' + str(o) if o else ''}" for c, o in LOSSES]
 
@@ -35,7 +38,7 @@ def batch(batch, cls):
     y, z = batch
     keep = np.isin(y[:, 2], [int(s) for s in (*cls.reads, *cls.ignores)])
     y, z = y[keep], z[keep]
-    if getattr(cls, "needs_propensity", False):  # IPS: θ̂ of each row in column 3
+    if getattr(cls, "needs_propensity", False):  # IPS, likelihood: θ̂ of each row in column 3
         theta = np.linspace(0.05, 0.95, len(y), dtype=np.float32)[:, None]
         y = np.concatenate([y, theta], axis=1)
     return y, z
@@ -201,7 +204,8 @@ def test_registry_holds_every_public_loss_by_its_risk_function_name():
     public = {c for c, _ in LOSSES}
     assert set(losses_lib.LOSSES.values()) == public
     assert list(losses_lib.LOSSES) == ["adpue", "adpe", "adfpu", "ads", "adss", "double_adss",
-                                       "ad3se", "logit", "upu", "nnpu", "pnu", "ips"]
+                                       "ad3se", "logit", "upu", "nnpu", "pnu", "ips",
+                                       "exposure_likelihood", "exposure_brier", "exposed_pu"]
     with pytest.raises(TypeError):
         losses_lib.LOSSES["x"] = adp.ADPUELoss  # read-only
 

@@ -30,6 +30,7 @@ from adpue_tf.losses.debiasing import (
     ADSSLoss,
     DoubleADSSLoss,
 )
+from adpue_tf.losses.exposure import ExposedPULoss, ExposureBrierLoss, ExposureLikelihoodLoss
 from adpue_tf.losses.registry import LOSSES, get, get_class
 
 __all__ = [
@@ -50,4 +51,7 @@ __all__ = [
     "NNPULoss",
     "PNULoss",
     "IPSLoss",
+    "ExposureLikelihoodLoss",
+    "ExposureBrierLoss",
+    "ExposedPULoss",
 ]

@@ -20,6 +20,7 @@ from adpue_tf.losses.debiasing import (
     ADSSLoss,
     DoubleADSSLoss,
 )
+from adpue_tf.losses.exposure import ExposedPULoss, ExposureBrierLoss, ExposureLikelihoodLoss
 
 __all__ = ["LOSSES", "get", "get_class"]
 
@@ -29,7 +30,8 @@ __all__ = ["LOSSES", "get", "get_class"]
 LOSSES: Mapping[str, type[DebiasedLoss]] = MappingProxyType({
     cls.risk_fn.__name__: cls
     for cls in (ADPUELoss, ADPELoss, ADFPULoss, ADSLoss, ADSSLoss, DoubleADSSLoss,
-                AD3SELoss, LogitLoss, UPULoss, NNPULoss, PNULoss, IPSLoss)
+                AD3SELoss, LogitLoss, UPULoss, NNPULoss, PNULoss, IPSLoss, ExposureLikelihoodLoss,
+              ExposureBrierLoss, ExposedPULoss)
 })
 
 

@@ -38,6 +38,7 @@ from adpue_tf.risks.debiasing import (
     adss,
     double_adss,
 )
+from adpue_tf.risks.exposure import exposed_pu, exposure_brier, exposure_likelihood
 
 __all__ = [
     "RiskTerms",
@@ -53,6 +54,9 @@ __all__ = [
     "nnpu",
     "pnu",
     "ips",
+    "exposure_likelihood",
+    "exposure_brier",
+    "exposed_pu",
 ]
 
 #: Former names of :func:`adpue`, :func:`adpe` and :func:`adfpu` (kept as aliases).
