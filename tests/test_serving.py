@@ -301,9 +301,14 @@ def test_from_logits_from_keras_loss_and_explicit_override(tmp_path):
     np.testing.assert_allclose(out["logit"], z, atol=1e-6)
     np.testing.assert_allclose(out["probability"], _sigmoid(z), atol=1e-6)
     # Explicit from_logits wins over the loss's: the output is read as a probability.
-    model = _tiny(loss=adp.ADPUELoss(from_logits=True))
+    model = keras.Sequential([keras.Input((DIM,)), keras.layers.Dense(1, "sigmoid")])
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
     out = _serve(export_for_serving(model, tmp_path / "b", from_logits=False), x)
     np.testing.assert_allclose(out["probability"], model.predict(x, verbose=0), atol=1e-6)
+    # ... but never against the model: a logit model is not served as a probability.
+    with pytest.raises(ValueError, match="a sample of its outputs spans .*outputs logits"):
+        export_for_serving(_tiny(), tmp_path / "c", from_logits=False)
+    assert not (tmp_path / "c").exists()
 
 
 def test_probability_extremes_give_finite_logits(tmp_path):

@@ -8,8 +8,10 @@ import tempfile
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from adpue_tf._convention import check_output_convention
 from adpue_tf._guards import probability_to_logit
 from adpue_tf.model import DebiasedModel
 from adpue_tf.serving.signatures import (
@@ -22,7 +24,7 @@ from adpue_tf.serving.signatures import (
     _lookup_layers,
     example_spec,
 )
-from adpue_tf.serving.target import _check_target, _swap_in
+from adpue_tf.serving.target import _check_target, _swap_in, _swap_lock
 from adpue_tf.serving.warmup import WARMUP_FILE, _warmup_records
 
 __all__ = ["export_for_serving"]
@@ -53,6 +55,31 @@ def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
         "Cannot tell whether `model` outputs logits or probabilities: its compiled "
         "loss has no `from_logits` attribute. Pass `from_logits=True` or "
         "`from_logits=False` explicitly.")
+
+
+def _sample(specs: dict[str, tf.TensorSpec] | None, feature_shape: tuple, warmup_rows: Any) -> Any:
+    """Inputs to check the output convention on: the warm-up rows, else 16 made-up rows.
+
+    Made-up float features are uniform in ``[0, 1]`` (scaled features; a model
+    reading probabilities through is not refused), ids are 0, strings empty.
+    """
+    if warmup_rows is not None:
+        if specs is None:
+            return np.asarray(warmup_rows, dtype=np.float32)
+        return {k: tf.constant(v, dtype=specs[k].dtype) for k, v in warmup_rows.items()}
+    rng = np.random.default_rng(0)
+    if specs is None:
+        if any(d is None for d in feature_shape):
+            return None
+        return rng.uniform(size=(16, *feature_shape)).astype(np.float32)
+    sample = {}
+    for key, spec in specs.items():
+        dims = tuple(spec.shape[1:])
+        if any(d is None for d in dims):
+            return None
+        sample[key] = (tf.constant(rng.uniform(size=(16, *dims)), spec.dtype)
+                       if spec.dtype.is_floating else tf.zeros((16, *dims), spec.dtype))
+    return sample
 
 
 def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
@@ -89,12 +116,22 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     TF Serving never loads a half-written version.
 
     Nothing is lost: ``path`` must be new, an empty directory, or (with
-    ``overwrite=True``) a SavedModel directory (one holding ``saved_model.pb``
-    or ``saved_model.pbtxt``). A SavedModel is replaced by two renames after
-    the new export is complete; if anything fails the old export stays. Any
-    other file or directory (a TF Serving base directory holding versions
-    ``1/``, ``2/``, ..., the working directory or one above it, ``""``) is
-    refused before anything is written.
+    ``overwrite=True``) a SavedModel directory that holds nothing but a
+    SavedModel's own entries (``saved_model.pb`` or ``saved_model.pbtxt``,
+    ``fingerprint.pb``, ``keras_metadata.pb``, ``variables/``, ``assets/``,
+    ``assets.extra/``). A SavedModel is replaced by two renames after the new
+    export is complete; if anything fails the old export stays. Any other file
+    or directory (one with a file a user put beside the model, a TF Serving
+    base directory holding versions ``1/``, ``2/``, ..., a path under a file,
+    the working directory or one above it, ``""``) is refused before anything
+    is written, naming what is there. Exports to one path from several threads
+    or processes take turns for the swap: each ends with one complete model
+    (the last one) and no temporary directory, or with a clear error.
+
+    The logits/probabilities convention is checked before anything is written:
+    with ``from_logits=True`` a model ending in a sigmoid/softmax is refused;
+    with ``from_logits=False`` a model whose outputs on a sample (the warm-up
+    rows, else made-up rows with features in ``[0, 1]``) leave ``[0, 1]`` is refused.
 
     A REST request (``POST /v1/models/<model_name>:predict``) in row format::
 
@@ -141,7 +178,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             has several inputs, several outputs or several output units, or
             ``from_logits`` is None and the compiled loss does not tell; if
             ``path`` is empty, the working directory or one of its ancestors,
-            or holds anything but a SavedModel (the message says what is there);
+            lies under a file, or holds anything but a SavedModel's own entries
+            (the message says what is there); if the model breaks the
+            logits/probabilities convention ``from_logits`` says;
             a single input that is not float; a named feature whose key cannot
             name a serving input, or whose shape is not fixed.
         FileExistsError: if ``path`` holds a SavedModel and ``overwrite`` is False.
@@ -173,6 +212,15 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     if not isinstance(overwrite, bool):
         raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
     path = _check_target(path, overwrite)
+    warmup = None if warmup_rows is None else _warmup_records(
+        warmup_rows, specs if specs is not None else
+        {INPUT_NAME: tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)},
+        model_name=os.path.basename(os.path.dirname(os.path.abspath(path))),
+        examples=specs is not None)
+    # Served as `probability` only if it is one: the convention checked on the model's
+    # final activation and on a sample of outputs (the warm-up rows when given).
+    check_output_convention("`model`", net, from_logits=logits_out,
+                            sample=_sample(specs, feature_shape, warmup_rows))
 
     def outputs(out: Any) -> dict[str, tf.Tensor]:
         _check_output(out)
@@ -220,11 +268,6 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
                 input_signature=[tf.TensorSpec((None,), tf.string, name=EXAMPLES_INPUT)])]
     for endpoint in endpoints:
         endpoint.get_concrete_function()  # trace now: output checks before touching the disk
-    warmup = None if warmup_rows is None else _warmup_records(
-        warmup_rows, specs if specs is not None else
-        {INPUT_NAME: tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)},
-        model_name=os.path.basename(os.path.dirname(os.path.abspath(path))),
-        examples=specs is not None)
 
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
@@ -236,8 +279,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             with tf.io.TFRecordWriter(os.path.join(tmp, *WARMUP_FILE.split("/"))) as writer:
                 for record in warmup:
                     writer.write(record)
-        _check_target(path, overwrite)  # again: something may have appeared meanwhile
-        _swap_in(tmp, path)
+        with _swap_lock(parent):  # concurrent exports to one path take turns here
+            _check_target(path, overwrite)  # again: something may have appeared meanwhile
+            _swap_in(tmp, path)
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -79,7 +79,7 @@ def _warmup_records(rows: Any, specs: dict[str, tf.TensorSpec], *, model_name: s
         for i in range(counts.pop()):
             feature = {}
             for key, value in tensors.items():
-                flat = value[i].reshape(-1).tolist()
+                flat = np.asarray(value[i], dtype=value.dtype).reshape(-1).tolist()
                 if specs[key].dtype == tf.string:
                     feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(value=flat))
                 elif specs[key].dtype.is_floating:

@@ -1,0 +1,165 @@
+"""Internal: the one check of the logits/probabilities convention for a model or function.
+
+Every entry point that reads a model or a function as a yardstick (``θ̂``, a
+reference ``f_ref``), an initial guess, a propensity or an exported model
+calls :func:`check_output_convention` (or its two spellings
+:func:`check_logit_model` and :func:`check_probability_model`) with the
+convention it was told. One rule, everywhere:
+
+* where logits are expected, an output that comes from a sigmoid or softmax
+  activation is refused (it holds probabilities);
+* where probabilities are expected, values outside ``[0, 1]`` on a sample of
+  outputs are refused (they are logits, or something else).
+
+The loss-side check of the same rule is :func:`adpue_tf._guards.to_logits`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["check_logit_model", "check_output_convention", "check_output_values",
+           "check_probability_model", "final_activation"]
+
+_SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
+
+
+def _activation_name(operation: Any) -> str | None:
+    """The squashing activation ``operation`` ends with, if any."""
+    act = getattr(operation, "activation", None)
+    name = getattr(act, "__name__", None) or (act if isinstance(act, str) else None)
+    if name in _SQUASHING:
+        return name
+    kind = type(operation).__name__.lower()
+    if kind in _SQUASHING or kind == "softmax":
+        return kind
+    if isinstance(operation, keras.Model):
+        return final_activation(operation)
+    return None
+
+
+def final_activation(model: Any) -> str | None:
+    """The name of the sigmoid/softmax activation that produces ``model``'s output, or None.
+
+    Looks at the operation behind the output of a built functional or
+    ``Sequential`` model (recursing into a nested model), and at the last layer
+    of a ``Sequential``; a ``DebiasedModel`` is looked at through its ``net``.
+    Subclassed models and plain functions give None (their outputs are
+    checked by :func:`check_output_values` on a sample instead).
+
+    Example:
+        >>> import keras
+        >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "sigmoid")])
+        >>> final_activation(net), final_activation(keras.layers.Dense(1))
+        ('sigmoid', None)
+    """
+    model = getattr(model, "net", model) if isinstance(model, keras.Model) else model
+    if not isinstance(model, keras.Model):
+        return None
+    if isinstance(model, keras.Sequential) and model.layers:
+        return _activation_name(model.layers[-1])
+    try:
+        outputs = tf.nest.flatten(model.outputs)
+    except (AttributeError, ValueError):
+        return None
+    for out in outputs:
+        history = getattr(out, "_keras_history", None)
+        if history is not None:
+            found = _activation_name(history[0])
+            if found:
+                return found
+    return None
+
+
+def check_output_values(name: str, values: Any, *, from_logits: bool) -> None:
+    """Refuse a sample of outputs that breaks the convention ``from_logits`` (eager values).
+
+    With ``from_logits=False`` every finite value must lie in ``[0, 1]``; with
+    ``from_logits=True`` an output cached by a Keras sigmoid (``_keras_logits``)
+    is refused.
+
+    Raises:
+        ValueError: naming ``name``, what was found and the fix.
+
+    Example:
+        >>> check_output_values("`reference`", [0.2, 0.9], from_logits=False)
+        >>> check_output_values("`reference`", [-2.0, 3.0], from_logits=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: `reference` must output probabilities in [0, 1] ...
+    """
+    if from_logits:
+        if hasattr(values, "_keras_logits"):
+            raise ValueError(
+                f"{name} outputs probabilities (its output comes from a sigmoid), but "
+                "logits are expected (`from_logits=True`). Pass `from_logits=False`, or "
+                "drop the final sigmoid.")
+        return
+    arr = np.asarray(values.numpy() if hasattr(values, "numpy") else values, dtype=np.float64)
+    finite = arr[np.isfinite(arr)]
+    if finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
+        raise ValueError(
+            f"{name} must output probabilities in [0, 1] (`from_logits=False`), but a sample "
+            f"of its outputs spans [{finite.min():.4g}, {finite.max():.4g}]: it outputs "
+            "logits. Pass `from_logits=True`, or end the model with a sigmoid.")
+
+
+def check_output_convention(name: str, model: Any, *, from_logits: bool,
+                            sample: Any = None) -> None:
+    """Refuse ``model`` (a Keras model or a function ``x -> output``) if it breaks the convention.
+
+    Args:
+        name: how the error names the argument, e.g. ``"`exposure_model`"``.
+        model: what is checked; a ``DebiasedModel`` is checked through its ``net``.
+        from_logits: the convention the caller was told (True: logits expected).
+        sample: optional inputs ``x`` to call ``model`` on; its outputs are then
+            checked by :func:`check_output_values` (a sample the model cannot
+            take is skipped: only the convention is judged here).
+
+    Raises:
+        ValueError: a sigmoid/softmax output where logits are expected, or a
+            sample output outside ``[0, 1]`` where probabilities are expected.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "sigmoid")])
+        >>> check_output_convention("`model`", net, from_logits=False, sample=np.ones((3, 2)))
+        >>> check_output_convention("`model`", net, from_logits=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: `model` ends with a sigmoid activation, so it outputs probabilities, ...
+    """
+    if not isinstance(from_logits, bool):
+        raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
+    if from_logits:
+        found = final_activation(model)
+        if found:
+            raise ValueError(
+                f"{name} ends with a {found} activation, so it outputs probabilities, but "
+                "logits are expected (`from_logits=True`). Pass `from_logits=False`, or drop "
+                f"the final {found}.")
+    if sample is None:
+        return
+    target = getattr(model, "net", model) if isinstance(model, keras.Model) else model
+    try:
+        out = target(sample, training=False) if isinstance(target, keras.Model) \
+            else target(sample)
+        flat = tf.nest.flatten(out)
+    except Exception:  # noqa: BLE001 - a sample the model cannot take: not judged here
+        return
+    if len(flat) == 1:
+        check_output_values(name, flat[0], from_logits=from_logits)
+
+
+def check_logit_model(name: str, model: Any, sample: Any = None) -> None:
+    """:func:`check_output_convention` with logits expected (``from_logits=True``)."""
+    check_output_convention(name, model, from_logits=True, sample=sample)
+
+
+def check_probability_model(name: str, model: Any, sample: Any = None) -> None:
+    """:func:`check_output_convention` with probabilities expected (``from_logits=False``)."""
+    check_output_convention(name, model, from_logits=False, sample=sample)
