@@ -65,9 +65,20 @@ def _graph_asserts(y: Any) -> list:
     return checks
 
 
+def check_label_dtype(y: Any, name: str = "y_true") -> None:
+    """Refuse packed labels that are not numbers (strings), naming ``name``."""
+    dtype = tf.as_dtype(getattr(y, "dtype", tf.float32))
+    if not (dtype.is_floating or dtype.is_integer or dtype.is_bool):
+        raise TypeError(
+            f"`{name}` must hold numbers (the packed labels w, e, source[, dagger]: see "
+            f"adp.pack_labels), got dtype {dtype.name}. Convert labels given as strings "
+            "to numbers first.")
+
+
 def _validated(y_true: Any) -> Any:
     """``y_true`` as float32, its shape and values checked (graph: after the asserts)."""
     y = ops.convert_to_tensor(y_true)
+    check_label_dtype(y)
     shape = tuple(y.shape)
     if len(shape) != 2 or shape[1] not in labels.NUM_COLUMNS:
         raise ValueError(
@@ -237,4 +248,5 @@ def unpack(
     )
 
 
-__all__ = ["Batch", "unpack", "replica_sum", "num_replicas", "source_counts", "check_sources"]
+__all__ = ["Batch", "check_label_dtype", "check_sources", "num_replicas", "replica_sum",
+           "source_counts", "unpack"]

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import numbers
 from typing import Any
 
 import numpy as np
@@ -209,7 +210,8 @@ def pack_labels(
 
     Raises:
         TypeError: if ``n`` is not an int, or labels are not real numbers.
-        ValueError: on an unknown source, a missing or extra label, labels
+        ValueError: on an unknown source (anything but a Source or its int
+            code: ``2.5`` is never rounded), a missing or extra label, labels
             outside {0, 1}, NaN/inf, mismatched lengths, ``dagger`` outside
             ``[0, 1]`` or an empty data set.
 
@@ -219,6 +221,8 @@ def pack_labels(
                [0., 1., 4.]], dtype=float32)
     """
     try:
+        if isinstance(source, bool) or not isinstance(source, numbers.Integral):
+            raise TypeError  # 2.5 is never rounded to 2, True never read as 1
         src = Source(int(source))
     except (ValueError, TypeError):
         raise ValueError(

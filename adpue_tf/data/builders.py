@@ -71,11 +71,25 @@ def epoch_length(rows: Sequence[int], counts: Sequence[int]) -> int:
     Returns:
         Batches needed so every row of the slowest stream is seen at least once.
 
+    Raises:
+        TypeError: if ``rows`` or ``counts`` is not a sequence of ints.
+        ValueError: if they differ in length or are empty, a size is negative,
+            or a count is below 1.
+
     Example:
         >>> epoch_length([100, 10], [8, 2])
         13
     """
-    return max(math.ceil(n / k) for n, k in zip(rows, counts))
+    lists = {}
+    for name, values, low in (("rows", rows, 0), ("counts", counts, 1)):
+        if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+            raise TypeError(f"`{name}` must be a sequence of ints, got {values!r}.")
+        lists[name] = [check_int(f"{name}[{i}]", v, low) for i, v in enumerate(values)]
+    if len(lists["rows"]) != len(lists["counts"]) or not lists["rows"]:
+        raise ValueError(
+            f"`rows` and `counts` must have one entry per stream, the same number (at least "
+            f"one); got {len(lists['rows'])} and {len(lists['counts'])}.")
+    return max(math.ceil(n / k) for n, k in zip(lists["rows"], lists["counts"]))
 
 
 def _check_share(value: Any) -> float:

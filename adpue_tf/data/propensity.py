@@ -7,6 +7,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from adpue_tf._convention import check_output_convention
+
 __all__ = ["with_propensity"]
 
 
@@ -31,7 +33,11 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
     Raises:
         TypeError: if ``dataset`` is not a ``tf.data.Dataset`` of ``(x, y)`` or
             ``exposure_model`` is not callable.
-        ValueError: if the labels already have 4 columns.
+        ValueError: if the labels already have 4 columns; if ``exposure_model``
+            has more than one output or output unit, or breaks the convention
+            ``from_logits`` says (a sigmoid/softmax output where logits are
+            expected; while iterating, an ``InvalidArgumentError`` on values
+            outside ``[0, 1]`` where probabilities are expected).
 
     Example:
         >>> import numpy as np, keras
@@ -59,13 +65,39 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
                         f"got {type(exposure_model).__name__}.")
     if not isinstance(from_logits, bool):
         raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
+    check_output_convention("`exposure_model`", exposure_model, from_logits=from_logits)
+    message = ("`exposure_model` must output probabilities θ̂ in [0, 1] (`from_logits=False`); "
+               "a batch's outputs leave [0, 1], so they are logits: pass `from_logits=True`.")
+
+    def check_shape(flat: list) -> None:
+        shape = tuple(getattr(flat[0], "shape", ())) if len(flat) == 1 else None
+        if shape is None or len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
+            got = f"{len(flat)} outputs" if shape is None else f"output shape {shape}"
+            raise ValueError(
+                "`exposure_model` must output one propensity per row, shape (batch,) or "
+                f"(batch, 1); got {got}. Give a model with a single output unit (e.g. "
+                "Dense(1, 'sigmoid')), or a function picking the exposure column.")
+
+    if isinstance(exposure_model, keras.Model):
+        try:  # a built model: refused here rather than inside the map
+            outputs = tf.nest.flatten(exposure_model.outputs)
+        except (AttributeError, ValueError):
+            outputs = []
+        if outputs:
+            check_shape(outputs)
 
     def attach(x: Any, y: Any) -> tuple[Any, Any]:
         out = exposure_model(x, training=False) if isinstance(
             exposure_model, keras.Model) else exposure_model(x)
-        theta = tf.reshape(tf.cast(out, tf.float32), (-1, 1))
+        flat = tf.nest.flatten(out)
+        check_shape(flat)
+        theta = tf.reshape(tf.cast(flat[0], tf.float32), (-1, 1))
         if from_logits:
             theta = tf.sigmoid(theta)
+        else:
+            inside = tf.reduce_all((theta >= 0.0) & (theta <= 1.0))
+            with tf.control_dependencies([tf.debugging.Assert(inside, [message])]):
+                theta = tf.identity(theta)
         return x, tf.concat([tf.cast(y, tf.float32), theta], axis=1)
 
     return dataset.map(attach, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

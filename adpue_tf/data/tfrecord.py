@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,94 @@ def _tfrecord_files(files: Any) -> list[str]:
             raise FileNotFoundError(f"`files`: no file matches {os.fspath(pattern)!r}.")
         found += [h for h in hits if h not in found]
     return found
+
+
+#: Uncompressed local files up to this size get every record header checked up front.
+_WALK_BYTES = 256 << 20
+_CRC_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC_TABLE.append(_c)
+
+
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC-32C of ``data`` (the record headers are 8 bytes: fast enough)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _compression(value: Any) -> str:
+    """``compression_type`` as TensorFlow spells it: ``""``, ``"GZIP"`` or ``"ZLIB"``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or value.upper() not in ("", "NONE", "GZIP", "ZLIB"):
+        raise ValueError(f"`compression_type` must be None, 'GZIP' or 'ZLIB', got {value!r}.")
+    return "" if value.upper() == "NONE" else value.upper()
+
+
+def _kind(head: bytes) -> str:
+    """What the first bytes of a file look like: "GZIP", "ZLIB" or "" (a TFRecord)."""
+    if head[:2] == b"\x1f\x8b":
+        return "GZIP"
+    if len(head) >= 12 and struct.unpack("<I", head[8:12])[0] == _masked_crc32c(head[:8]):
+        return ""
+    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "ZLIB"
+    return "?"
+
+
+def _truncation(path: str, size: int) -> str | None:
+    """Walk the record headers of an uncompressed local file; say where it breaks, if it does."""
+    with open(path, "rb") as f:
+        pos, record = 0, 0
+        while pos < size:
+            f.seek(pos)
+            head = f.read(12)
+            if len(head) < 12:
+                return f"it ends inside the header of record {record} (byte {pos})"
+            if struct.unpack("<I", head[8:12])[0] != _masked_crc32c(head[:8]):
+                return f"the header of record {record} (byte {pos}) fails its checksum"
+            pos += 16 + struct.unpack("<Q", head[:8])[0]
+            record += 1
+        if pos > size:
+            return f"it ends inside record {record - 1} ({pos - size} bytes missing)"
+    return None
+
+
+def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
+    """Refuse files that cannot be read as ``compression``, naming the file and the fix."""
+    empty = []
+    for path in paths:
+        size = tf.io.gfile.stat(path).length
+        if size == 0:
+            empty.append(path)
+            continue
+        with tf.io.gfile.GFile(path, "rb") as f:
+            head = f.read(12)
+        kind = _kind(head)
+        if kind != compression:
+            found = {"GZIP": "GZIP-compressed", "ZLIB": "ZLIB-compressed",
+                     "": "an uncompressed TFRecord file"}.get(kind, "not a TFRecord file")
+            said = f"compression_type={compression!r}" if compression else (
+                "compression_type=None (uncompressed)")
+            fix = f"pass compression_type={kind!r}" if kind in ("GZIP", "ZLIB") else (
+                "pass compression_type=None" if kind == "" else
+                "check that it is a TFRecord file of tf.Example, or remove it from `files`")
+            raise ValueError(f"`files`: {path!r} is {found}, but {said}; {fix}.")
+        if not compression and size <= _WALK_BYTES and os.path.isfile(path):
+            broken = _truncation(path, size)
+            if broken:
+                raise ValueError(f"`files`: {path!r} is truncated or corrupt: {broken}. "
+                                 "Rewrite it, or remove it from `files`.")
+    if len(empty) == len(paths):
+        extra = "" if rows_known else " (and `rows` is unknown)"
+        raise ValueError(f"`files`: every file is empty (0 bytes), so there is no row to "
+                         f"read{extra}: {empty[:3]}. Point `files` at the written log.")
 
 
 def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
@@ -62,7 +151,8 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             each input pipeline reads its own files (``files[i::n]``; it needs
             at least ``n`` files), so workers never read the same rows.
             ``rows`` is then this pipeline's share.
-        compression_type: ``"GZIP"``, ``"ZLIB"`` or None, as for ``TFRecordDataset``.
+        compression_type: ``"GZIP"``, ``"ZLIB"`` or None, as for ``TFRecordDataset``
+            (any letter case). Checked against each file's first bytes.
         parse_batch: records parsed per call.
         deterministic: keep the order of the interleave (False: faster, order varies).
 
@@ -74,7 +164,10 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         TypeError: a bad ``files`` or a spec that is not a ``FixedLenFeature``
             (naming the key).
         ValueError: a label key missing from ``features``, no feature left
-            besides the labels, too few files for the input pipelines, bad sizes.
+            besides the labels, too few files for the input pipelines, bad sizes,
+            an unknown ``compression_type``; a file (named) whose first bytes
+            do not match ``compression_type``, an uncompressed file (up to 256
+            MiB, local) that is truncated or corrupt, or only empty files.
 
     Example:
         >>> import tempfile, os
@@ -113,6 +206,7 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         raise ValueError("`features` has no feature besides the labels.")
     if rows is not None:
         rows = check_int("rows", rows, 1)
+    compression_type = _compression(compression_type)
     parse_batch = check_int("parse_batch", parse_batch, 1)
     if seed is not None:
         seed = check_int("seed", seed, -(2**63))
@@ -122,6 +216,7 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             raise ValueError(f"`files`: {len(paths)} file(s) for {n} input pipelines; each "
                              "pipeline reads whole files, so write at least one per pipeline.")
         paths = paths[i::n]
+    _check_files(paths, compression_type, rows is not None)
     spec = dict(features)
 
     def parse(serialized: tf.Tensor) -> Any:
