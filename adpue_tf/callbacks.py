@@ -182,7 +182,8 @@ class BestRound(keras.callbacks.Callback):
             non-bool ``restore_best``; when the model is not a ``DebiasedModel``.
         ValueError: on an unknown ``mode`` or ``patience < 1``; at the end of
             a round, when the logs lack ``monitor`` (their keys are listed)
-            or it is not finite.
+            or it is not finite; when training ends without any round ended
+            (no ``RefreshDagger``, or a period longer than the epochs trained).
 
     Example:
         >>> import numpy as np, adpue_tf as adp
@@ -226,6 +227,7 @@ class BestRound(keras.callbacks.Callback):
         self._pending: tuple[int, float | None, dict] | None = None
         self._refreshes_at_begin = 0
         self._since_best = 0
+        self._epochs_seen = 0
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         from adpue_tf.model import DebiasedModel
@@ -242,6 +244,7 @@ class BestRound(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = dict(logs or {})
+        self._epochs_seen += 1
         self._pending = (epoch, logs.get(self.monitor), logs)
         if self.model.refreshes > self._refreshes_at_begin:
             self._settle()  # RefreshDagger came first: judge now (patience stops at once)
@@ -250,6 +253,12 @@ class BestRound(keras.callbacks.Callback):
         self._settle()
         if self.restore_best and self._best_weights is not None:
             self.model.set_weights(self._best_weights)
+        if not self.rounds and self._epochs_seen:
+            raise ValueError(
+                f"BestRound saw {self._epochs_seen} epoch(s) but no round ended (the f† "
+                "snapshot was never refreshed), so it chose nothing. Pass "
+                "adp.RefreshDagger(...) in `callbacks` too, with a period that ends at "
+                "least one round within the epochs trained.")
 
     def _better(self, score: float) -> bool:
         if self.best_score is None:

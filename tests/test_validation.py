@@ -369,7 +369,9 @@ def test_metric_accumulates_rows_not_batch_means(small):
     m.update_state(y[10:], z[10:])
     np.testing.assert_allclose(float(m.result()), np.mean(_nll_np(s.w_pu, z.ravel(), th)),
                                rtol=1e-5)
-    m.update_state(labels.pack_pu([1, 0]), np.zeros((2, 1)))  # 3 columns: nothing added
+    # 3 columns outside a training step: refused (it would log 0.0), nothing added
+    with pytest.raises(ValueError, match="got labels without yardsticks"):
+        m.update_state(labels.pack_pu([1, 0]), np.zeros((2, 1)))
     np.testing.assert_allclose(float(m.result()), np.mean(_nll_np(s.w_pu, z.ravel(), th)),
                                rtol=1e-5)
 

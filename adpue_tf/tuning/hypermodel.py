@@ -41,9 +41,10 @@ import tensorflow as tf
 
 from adpue_tf import losses as losses_lib
 from adpue_tf._checks import check_choices, check_shape
+from adpue_tf._convention import check_output_convention
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.model import DebiasedModel
+from adpue_tf.model import DebiasedModel, _check_one_output
 from adpue_tf.risk_tracking import RiskMetric, risk_metrics
 from adpue_tf.tuning.objectives import (
     _SSE_LOSSES,
@@ -435,6 +436,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
 
         Raises:
             TypeError: if ``build_net`` does not return a ``keras.Model``.
+            ValueError: if its model has several outputs or output units, or
+                ends in a sigmoid/softmax while the loss takes logits.
         """
         learning_rate = hp.Choice("learning_rate", self.learning_rates,
                                   default=_default(self.learning_rates, 1e-3))
@@ -453,6 +456,9 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             net = self.build_net(hp)
             if not isinstance(net, keras.Model):
                 raise TypeError(f"`build_net` must return a keras.Model, got {net!r}.")
+            _check_one_output("build_net(hp)", net)  # before Keras meets a second output
+            check_output_convention("`build_net(hp)`", net,
+                                    from_logits=bool(getattr(loss, "from_logits", False)))
         model = (DebiasedModel(net, initial_dagger=self.initial_dagger) if self.alternate
                  else net)
         optimizer = keras.optimizers.Adam(learning_rate=learning_rate, weight_decay=weight_decay)

@@ -2,12 +2,16 @@
 
 :class:`ExposureLikelihood` and :class:`ReferenceRisk` read the yardsticks
 that the validation layout (:mod:`adpue_tf.validation.layout`) carries in
-column 3 of the packed labels; on training batches (3 columns) they add
-nothing.
+column 3 of the packed labels. Inside a training step (Keras updates compiled
+metrics on the training batches too) plain 3-column labels add nothing;
+anywhere else (``evaluate``, the validation pass of ``fit``, a direct call)
+they raise, naming the fix: a score that cannot be computed is never logged
+as ``0.0``.
 """
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any
 
 import keras
@@ -15,6 +19,7 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._batch import check_label_dtype
 from adpue_tf._guards import to_logits
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
@@ -25,11 +30,29 @@ __all__ = ["ExposureLikelihood", "ReferenceRisk"]
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
 
+def _in_train_step() -> bool:
+    """Whether the caller runs inside a Keras ``train_step`` (eager, or being traced)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "train_step":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _packed_4(y_true: Any, who: str) -> Any:
-    """Labels in the validation layout as float32; None for plain 3-column labels."""
+    """Labels in the validation layout as float32; None for 3-column training labels."""
     y = ops.convert_to_tensor(y_true)
+    check_label_dtype(y)
     if len(y.shape) == 2 and y.shape[1] == 3:
-        return None  # training batches: no yardsticks, nothing to measure
+        if _in_train_step():
+            return None  # training batches: no yardsticks, nothing to measure
+        raise ValueError(
+            f"{who} got labels without yardsticks (shape {tuple(y.shape)}, the training "
+            "layout), so it cannot score the model and would log 0.0. Pass held-out data "
+            "in the validation layout, shape (batch, 4): build `validation_data` (or the "
+            "data given to evaluate) with adp.validation.pue_validation_data (or "
+            "pe_/fpue_validation_data).")
     if len(y.shape) != 2 or y.shape[1] != 4:
         raise ValueError(
             f"{who} needs labels in the validation layout, shape (batch, 4) with the "
@@ -48,8 +71,10 @@ class ExposureLikelihood(keras.metrics.Metric):
     over all rows seen (not a mean of batch means). Proper when ``θ̂ = θ``.
 
     Keras updates compiled metrics on the training batches too; their plain
-    3-column labels carry no ``θ̂``, so the metric adds nothing for them and
-    its training-time value stays 0: read ``val_exposure_nll``.
+    3-column labels carry no ``θ̂``, so inside a training step the metric adds
+    nothing for them and its training-time value stays 0: read
+    ``val_exposure_nll``. Anywhere else 3-column labels raise (validation
+    data built without the layout would otherwise log 0.0 every epoch).
 
     * PU rows present (PUE): mean over PU rows of
       :func:`exposure_nll` ``(W, z, θ̂)``.
@@ -67,7 +92,7 @@ class ExposureLikelihood(keras.metrics.Metric):
     Raises:
         TypeError: on a non-bool ``from_logits``.
         ValueError: on ``prior`` outside ``(0, 1)``; at update, on labels not
-            in the validation layout, P rows without ``prior`` or without U
+            in the validation layout (3-column labels outside a training step), P rows without ``prior`` or without U
             rows, or a batch with neither PU nor P rows (an
             ``InvalidArgumentError`` in graph mode).
 
@@ -164,8 +189,8 @@ class ReferenceRisk(keras.metrics.Mean):
     ``ADPUELoss(from_logits=True)``, or ``ADPELoss(prior=π, ...)`` on PE data)
     so that it is the same yardstick for every candidate. The result is the
     mean over batches of the batch risks (as ``val_risk``). Plain 3-column
-    labels (the training batches) add nothing (the training-time value stays
-    0: read ``val_ref_risk``).
+    labels add nothing inside a training step (the training-time value stays
+    0: read ``val_ref_risk``) and raise anywhere else.
 
     Args:
         loss: a :class:`~adpue_tf.losses.DebiasedLoss` that uses ``f†``.
@@ -174,7 +199,7 @@ class ReferenceRisk(keras.metrics.Mean):
     Raises:
         TypeError: if ``loss`` is not a ``DebiasedLoss``.
         ValueError: if ``loss`` does not use ``f†``; at update, on labels not
-            in the validation layout.
+            in the validation layout (3-column labels outside a training step).
 
     Example:
         >>> import numpy as np, adpue_tf as adp

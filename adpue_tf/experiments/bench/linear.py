@@ -28,11 +28,29 @@ from adpue_tf.experiments.report import cell, machine, markdown_table
 __all__ = ["load_file", "run_linear"]
 
 
-def _max_index(path: Path) -> int:
-    """The largest feature index of a LIBSVM file (0 when no row has a feature)."""
+def _max_index(path: Path) -> tuple[int, int, int]:
+    """``(largest feature index, its line number, rows)`` of a LIBSVM file (index 0: none)."""
     raw = read_bytes(path)  # decompresses .gz/.bz2 as read_libsvm does
-    found = re.findall(rb"[ \t](\d+):", raw)
-    return max((int(i) for i in found), default=0)
+    best, where = 0, 0
+    for m in re.finditer(rb"[ \t](\d+):", raw):
+        digits = m.group(1).lstrip(b"0") or b"0"
+        index = int(digits) if len(digits) <= 18 else 10**18  # no 4300-digit int, no overflow
+        if index > best:
+            best, where = index, m.start()
+    rows = len(re.findall(rb"^[ \t]*[^#\s]", raw, flags=re.M))
+    return best, raw[:where].count(b"\n") + 1, rows
+
+
+def _memory_budget() -> int:
+    """Bytes a dense feature matrix may take: half the available memory (4 GiB if unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except (OSError, ValueError, IndexError):
+        pass
+    return 4 << 30
 
 
 def load_file(path: str | Path, *, positive: float | None = None) -> datasets.Dataset:
@@ -50,8 +68,11 @@ def load_file(path: str | Path, *, positive: float | None = None) -> datasets.Da
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a malformed file (naming the line), no feature, or a
-            positive label that no row (or every row) has.
+        ValueError: a malformed file (naming the line), no feature, a
+            positive label that no row (or every row) has, or a feature index
+            so large that the dense matrix would exceed half the available
+            memory (refused before allocating; the message names the index,
+            its line and the memory).
 
     Example:
         >>> import tempfile
@@ -64,9 +85,16 @@ def load_file(path: str | Path, *, positive: float | None = None) -> datasets.Da
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"`--file` {str(p)!r}: no such file.")
-    n_features = _max_index(p)
+    n_features, line, rows = _max_index(p)
     if n_features < 1:
         raise ValueError(f"`--file` {str(p)!r}: no line has a feature (index:value).")
+    need, budget = 4 * rows * n_features, _memory_budget()
+    if need > budget:  # refused before the dense matrix is allocated
+        raise ValueError(
+            f"`--file` {str(p)!r}, line {line}: feature index {n_features:,} makes a dense "
+            f"float32 matrix of {rows} rows x {n_features} columns, {need / 2**30:.3g} GiB, "
+            f"over the {budget / 2**30:.3g} GiB this run may use (half the available "
+            "memory). Renumber the features (a wrong index?) or reduce the file.")
     x, labels = datasets.read_libsvm(p, n_features)
     pos = 1.0 if positive is None else float(positive)
     y = (labels == pos).astype(np.float32)
@@ -135,14 +163,16 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         if not Path(f).is_file():
             raise FileNotFoundError(f"`--file` {str(f)!r}: no such file.")
         files[stem] = f
-    out = prepare_out(out_dir)
     start = time.monotonic()
+    # The files are read (and refused: malformed, too large) before the output
+    # directory is created, so a refused run writes nothing.
+    from_files = {stem: (load_file(f, positive=cfg.positive), "") for stem, f in files.items()}
+    out = prepare_out(out_dir)
     loaded: dict[str, tuple[datasets.Dataset | None, str]] = {}
     for name in cfg.datasets:
         loaded[name] = _load(name, strict=strict, data_dir=cfg.data_dir,
                              n_rows=datasets.paper_rows(name), seed=cfg.seed)
-    for stem, f in files.items():
-        loaded[stem] = (load_file(f, positive=cfg.positive), "")
+    loaded.update(from_files)
     features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
                 if d is not None}
     methods = table1.PUE_METHODS + table1.external_methods() + table1.SSE_METHODS
