@@ -31,6 +31,9 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time the na
         ADSSLoss,
         DebiasedLoss,
         DoubleADSSLoss,
+        ExposedPULoss,
+        ExposureBrierLoss,
+        ExposureLikelihoodLoss,
         IPSLoss,
         LogitLoss,
         NNPULoss,
@@ -38,6 +41,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time the na
         UPULoss,
     )
     from adpue_tf.model import DebiasedModel
+    from adpue_tf.recommend import PUEFit, fit_pue
     from adpue_tf.risks import RiskTerms
     from adpue_tf.serving import export_for_serving, serving_path
     from adpue_tf.validation import validation_score
@@ -55,10 +59,14 @@ __all__ = [
     "DebiasedLoss",
     "DebiasedModel",
     "DoubleADSSLoss",
+    "ExposedPULoss",
+    "ExposureBrierLoss",
+    "ExposureLikelihoodLoss",
     "IPSLoss",
     "LogitLoss",
     "MultiWorkerModel",
     "NNPULoss",
+    "PUEFit",
     "PNULoss",
     "RefreshDagger",
     "RiskTerms",
@@ -66,6 +74,7 @@ __all__ = [
     "UPULoss",
     "data",
     "export_for_serving",
+    "fit_pue",
     "serving_path",
     "validation_score",
     "labels",
@@ -75,6 +84,7 @@ __all__ = [
     "risks",
     "synthetic",
     "exposure",
+    "recommend",
     "validation",
     "__version__",
 ]
@@ -91,8 +101,11 @@ __all__ = [
 #: public name -> the submodule that defines it
 _NAMES: dict[str, str] = {
     **dict.fromkeys(("AD3SELoss", "ADFPULoss", "ADPELoss", "ADPUELoss", "ADSLoss", "ADSSLoss",
-                     "DebiasedLoss", "DoubleADSSLoss", "IPSLoss", "LogitLoss", "NNPULoss",
+                     "DebiasedLoss", "DoubleADSSLoss", "ExposedPULoss", "ExposureBrierLoss",
+                     "ExposureLikelihoodLoss", "IPSLoss", "LogitLoss", "NNPULoss",
                      "PNULoss", "UPULoss"), "losses"),
+    "fit_pue": "recommend",
+    "PUEFit": "recommend",
     "DebiasedModel": "model",
     "MultiWorkerModel": "distributed",
     "RefreshDagger": "callbacks",
@@ -104,11 +117,11 @@ _NAMES: dict[str, str] = {
     "serving_path": "serving",
     "validation_score": "validation",
 }
-_SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "risks", "synthetic",
-               "validation")
+_SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "recommend", "risks",
+               "synthetic", "validation")
 #: the submodules that register Keras objects (tests/test_cli.py keeps this complete)
 _KERAS_OBJECTS = ("callbacks", "distributed", "exposure", "losses", "metrics", "model",
-                  "risk_tracking", "validation")
+                  "recommend", "risk_tracking", "validation")
 
 
 def _importing() -> bool:

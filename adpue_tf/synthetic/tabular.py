@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from adpue_tf._numpy import sigmoid as _sigmoid
 from adpue_tf.labels import check_finite
 
-__all__ = ["SyntheticData", "SyntheticPUE", "make_synthetic", "synthetic_pue", "synthetic_sse"]
+__all__ = ["EXPOSURES", "SyntheticData", "SyntheticPUE", "make_synthetic", "synthetic_pue", "synthetic_sse"]
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticData:
@@ -50,7 +51,7 @@ class SyntheticData:
 
 
 def _params(dim: int, y_weights: Any, e_weights: Any) -> tuple[np.ndarray, np.ndarray]:
-    if int(dim) != dim or dim < 1:
+    if not _positive_int(dim):
         raise ValueError(f"`dim` must be a positive integer, got {dim!r}.")
     out = []
     defaults = {"y_weights": (2.0, -1.0), "e_weights": (-1.5, 2.0)}
@@ -65,17 +66,36 @@ def _params(dim: int, y_weights: Any, e_weights: Any) -> tuple[np.ndarray, np.nd
     return out[0], out[1]
 
 
+#: Exposure mechanisms: ``θ(e=1|x)`` as a function of the linear score ``s = x·c + d``.
+EXPOSURES = {
+    "logistic": _sigmoid,
+    # complementary log-log: not logistic in x, so a logistic θ̂ is misspecified
+    "cloglog": lambda s: -np.expm1(-np.exp(np.minimum(s, 50.0))),
+}
+
+
+def _exposure(name: Any) -> Any:
+    if name not in EXPOSURES:
+        raise ValueError(f"`exposure` must be one of {list(EXPOSURES)}, got {name!r}.")
+    return EXPOSURES[name]
+
+
+def _positive_int(value: Any) -> bool:
+    """Whether ``value`` is an int >= 1 (``True`` and ``2.0`` are not: never read as sizes)."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and int(value) >= 1
+
+
 def _draw(
     rng: np.random.Generator, n: int, a: np.ndarray, b: float, c: np.ndarray, d: float,
-    name: str = "n",
+    name: str = "n", exposure: str = "logistic",
 ) -> SyntheticData:
-    if int(n) != n or n < 1:
+    if not _positive_int(n):
         raise ValueError(f"`{name}` (number of rows) must be a positive integer, got {n!r}.")
     for name, v in (("y_bias", b), ("e_bias", d)):
         if not np.isfinite(v):
             raise ValueError(f"`{name}` must be finite, got {v!r}.")
     x = rng.standard_normal((int(n), len(a)))
-    p_y, p_e = _sigmoid(x @ a + b), _sigmoid(x @ c + d)
+    p_y, p_e = _sigmoid(x @ a + b), _exposure(exposure)(x @ c + d)
     y = (rng.random(int(n)) < p_y).astype(np.float64)
     e = (rng.random(int(n)) < p_e).astype(np.float64)
     return SyntheticData(x, y, e, y * e, p_y, p_e, p_y * p_e, a, float(b), c, float(d))
@@ -101,7 +121,8 @@ def make_synthetic(
 
 
 def _priors(
-    a: np.ndarray, b: float, c: np.ndarray, d: float, h: float = 0.04
+    a: np.ndarray, b: float, c: np.ndarray, d: float, h: float = 0.04,
+    exposure: str = "logistic",
 ) -> tuple[float, float]:
     """``(p(y=1), q(w=1))`` by quadrature: ``(x·a, x·c)`` is bivariate normal.
 
@@ -114,7 +135,7 @@ def _priors(
     grid = np.stack(np.meshgrid(t, t, indexing="ij")).reshape(2, -1)
     u, v = (vec * np.sqrt(np.clip(val, 0.0, None))) @ grid
     ww, s_y = np.outer(wt, wt).ravel(), _sigmoid(u + b)
-    return float(ww @ s_y), float(ww @ (s_y * _sigmoid(v + d)))
+    return float(ww @ s_y), float(ww @ (s_y * _exposure(exposure)(v + d)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +173,13 @@ class SyntheticPUE:
 def synthetic_pue(
     n_pu: int, n_e: int, *, dim: int = 2, seed: int = 0, y_weights: Any = None,
     y_bias: float = 0.0, e_weights: Any = None, e_bias: float = 0.0,
+    exposure: str = "logistic",
 ) -> SyntheticPUE:
     """Independent PU (``n_pu`` rows) and E (``n_e`` rows) samples; model as :func:`make_synthetic`.
+
+    ``exposure`` picks ``θ(e=1|x)`` from the score ``s = x·c + d``:
+    ``"logistic"`` (``σ(s)``) or ``"cloglog"`` (``1 - exp(-exp(s))``, not
+    logistic in ``x``: a logistic ``θ̂`` is then misspecified).
 
     Example:
         >>> s = synthetic_pue(20, 30, seed=3)
@@ -162,9 +188,10 @@ def synthetic_pue(
     """
     a, c = _params(dim, y_weights, e_weights)
     rng = np.random.default_rng(seed)
-    pu = _draw(rng, n_pu, a, y_bias, c, e_bias, "n_pu")
-    e = _draw(rng, n_e, a, y_bias, c, e_bias, "n_e")
-    prior_y, prior_w = _priors(a, float(y_bias), c, float(e_bias))
+    _exposure(exposure)
+    pu = _draw(rng, n_pu, a, y_bias, c, e_bias, "n_pu", exposure)
+    e = _draw(rng, n_e, a, y_bias, c, e_bias, "n_e", exposure)
+    prior_y, prior_w = _priors(a, float(y_bias), c, float(e_bias), exposure=exposure)
     return SyntheticPUE(pu.x, pu.w, pu.p_y, pu.p_w, pu.y, e.x, e.e, e.p_e, prior_y, prior_w,
                         a, float(y_bias), c, float(e_bias))
 

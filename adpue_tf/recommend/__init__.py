@@ -1,0 +1,16 @@
+"""The recommended pipeline: :func:`fit_pue` trains every estimator, chooses, refits.
+
+See ``docs/guide/choosing-models.md`` for the candidates, the held-out score and
+the evidence behind the rule.
+
+Example:
+    >>> from adpue_tf.recommend import CANDIDATES
+    >>> CANDIDATES[0], CANDIDATES[-1]
+    ('bce_w', 'average')
+"""
+
+from adpue_tf.recommend.candidates import CANDIDATES
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
+from adpue_tf.recommend.fit import PUEFit, fit_pue
+
+__all__ = ["CANDIDATES", "PUEFit", "ProbabilityMean", "RatioLogit", "fit_pue"]

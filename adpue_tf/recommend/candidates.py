@@ -1,0 +1,297 @@
+"""The candidate estimators of :func:`adpue_tf.fit_pue`, trained on one split of the rows.
+
+A :class:`Stage` trains the candidates it is asked for on its PU and E rows,
+each net built fresh by ``build_net`` with its own seed. With held-out rows
+(the selection stage) every net keeps its best epoch by its own criterion and
+every candidate gets the held-out exposure Brier score; without (the refit on
+all rows) each trains for the epochs the selection stage chose.
+
+The candidates (the maths: ``docs/guide/choosing-models.md``):
+
+====================  ====================================================  ==============
+name                  what it trains                                        epochs kept by
+====================  ====================================================  ==============
+``bce_w``             cross-entropy on ``W`` (the naive floor, ``q̂``)        W log-loss
+``ratio``             ``clip(q̂/θ̂, 0, 1)`` from ``bce_w`` and ``θ̂``            (its parts)
+``elkan_noto``        ``clip(q̂/c, 0, 1)``, ``c`` = mean ``q̂`` over ``W = 1``   (``bce_w``)
+``ips``               cross-entropy on ``W`` weighted by ``1/θ̂``              Brier
+``likelihood``        NLL of ``W`` under ``σ(z)·θ̂``                          Brier
+``brier``             the exposure Brier risk (no ``θ̂``)                     Brier
+``exposed_pu``        nnPU with P = ``W = 1``, U = exposed log rows          Brier
+``adpue_direct``      nnPUE with ``f† = σ(z)`` (the paper's experiments)     Brier
+``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
+``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
+``average``           the mean probability of the two best of the above     (its parts)
+====================  ====================================================  ==============
+
+``θ̂`` is ``build_net()`` trained with cross-entropy on ``E`` (epochs kept by
+the E log-loss), shared by every candidate that needs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+
+from adpue_tf import losses
+from adpue_tf.callbacks import RefreshDagger
+from adpue_tf.data import pue_dataset
+from adpue_tf.labels import pack_pu
+from adpue_tf.model import DebiasedModel
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
+from adpue_tf.recommend.rows import Rows
+from adpue_tf.recommend.train import HeldOutScore, brier_score, logits, pu_batches, steps_per_epoch
+from adpue_tf.validation import exposure_nll
+
+__all__ = ["CANDIDATES", "Settings", "Stage"]
+
+#: Every candidate, in the order they are trained (the seed of each net is its index).
+CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
+              "adpue_direct", "adpue_rounds", "adpue_ratio", "average")
+#: Candidates that are combinations of other trained models (no net of their own).
+_COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",)}
+#: Floor on θ̂ in the Ratio estimate, and IPS's clip.
+THETA_FLOOR = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What every candidate's training shares (see :func:`adpue_tf.fit_pue`)."""
+
+    epochs: int
+    batch_size: int
+    min_steps: int
+    rounds: int
+    seed: int
+    optimizer: Callable[[], Any]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -z))
+
+
+def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
+    return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+
+class Stage:
+    """Train candidates on ``pu``/``e`` rows; score them on ``held_out`` rows when given.
+
+    Args:
+        build_net: returns a fresh Keras model, features -> one logit.
+        pu, e: the training rows.
+        settings: the shared settings.
+        held_out: ``(pu_rows, e_rows)`` to choose epochs and score, or None.
+        epochs: per net, the epochs to train for (the refit), or None.
+        parts: the parts of composite candidates chosen before (``"average"``).
+        progress: called with each net's name before it trains.
+    """
+
+    def __init__(self, build_net: Callable[[], keras.Model], pu: Rows, e: Rows,
+                 settings: Settings, held_out: tuple[Rows, Rows] | None = None,
+                 epochs: dict[str, int] | None = None,
+                 parts: dict[str, tuple[str, ...]] | None = None,
+                 progress: Callable[[str], None] = lambda name: None) -> None:
+        self.build_net, self.pu, self.e, self.cfg = build_net, pu, e, settings
+        self.held_out, self.fixed, self.progress = held_out, epochs, progress
+        self.models: dict[str, keras.Model] = {}
+        self.best_epoch: dict[str, int] = {}
+        self.scores: dict[str, float] = {}
+        self.parts: dict[str, tuple[str, ...]] = {**_COMPOSITE, **(parts or {})}
+        #: name -> (the nets it reads, head: their logits -> its logit)
+        self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
+        self._theta_pu: np.ndarray | None = None
+        self._held_logits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- the public side ------------------------------------------------------------
+    def get(self, name: str) -> keras.Model:
+        """The trained model of ``name`` (a candidate or ``"theta"``), training it if needed."""
+        if name not in self.models:
+            self.progress(name)
+            getattr(self, f"_train_{name}")()
+            if self.held_out is not None and name != "theta":
+                self.scores[name] = self._brier(name)
+        return self.models[name]
+
+    def exposure_nll(self, name: str) -> float:
+        """Mean NLL of held-out ``W`` under ``σ(z)·θ̂`` (for comparison; leans on ``θ̂``)."""
+        pu, _ = self._require_held_out()
+        z_pu, _ = self._held(name)
+        theta = _sigmoid(self._held("theta")[0])
+        return float(np.mean(np.asarray(exposure_nll(pu.y, z_pu, theta))))
+
+    def theta_calibration(self, bins: int = 10) -> dict[str, float]:
+        """``θ̂`` on the held-out E rows: log-loss, that of the constant rate, calibration error."""
+        _, e = self._require_held_out()
+        z = self._held("theta")[1]
+        p = _sigmoid(z)
+        edges = np.quantile(p, np.linspace(0, 1, bins + 1)[1:-1])
+        which = np.searchsorted(edges, p)
+        ece = sum(abs(e.y[which == b].mean() - p[which == b].mean()) * np.mean(which == b)
+                  for b in range(bins) if np.any(which == b))
+        rate = float(np.clip(self.e.y.mean(), 1e-6, 1 - 1e-6))
+        return {"log_loss": _log_loss(e.y, z),
+                "log_loss_constant": _log_loss(e.y, np.full_like(z, math.log(rate / (1 - rate)))),
+                "calibration_error": float(ece)}
+
+    # -- helpers --------------------------------------------------------------------
+    def _require_held_out(self) -> tuple[Rows, Rows]:
+        if self.held_out is None:
+            raise RuntimeError("This stage has no held-out rows.")
+        return self.held_out
+
+    def _held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Logits of model ``name`` on the held-out PU and E rows (cached)."""
+        if name not in self._held_logits:
+            pu, e = self._require_held_out()
+            model = self.get(name)
+            self._held_logits[name] = (logits(model, pu.x), logits(model, e.x))
+        return self._held_logits[name]
+
+    def _brier(self, name: str) -> float:
+        pu, e = self._require_held_out()
+        z_pu, z_e = self._held(name)
+        return brier_score(_sigmoid(z_pu), pu.y, _sigmoid(z_e), e.y)
+
+    def _net(self, name: str) -> keras.Model:
+        keras.utils.set_random_seed(self._seed(name))
+        return self.build_net()
+
+    def _seed(self, name: str) -> int:
+        return self.cfg.seed * 1009 + (CANDIDATES.index(name) + 1 if name in CANDIDATES else 0)
+
+    def _fit(self, name: str, model: keras.Model, net: keras.Model, loss: Any, data: Any,
+             rows: int, monitor: Callable[[keras.Model], float] | None = None,
+             callbacks: tuple = ()) -> None:
+        """Compile and fit ``model`` (whose live net is ``net``); keep the best epoch."""
+        cfg = self.cfg
+        epochs = cfg.epochs if self.fixed is None else self.fixed[name]
+        steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
+        # One call of the training function per epoch (the small nets of tabular data
+        # spend most of a step in Python dispatch otherwise).
+        model.compile(optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps)
+        watch = None
+        if self.held_out is not None:
+            watch = HeldOutScore(net, monitor or self._brier_of(net))
+            callbacks = (*callbacks, watch)
+        if epochs > 0:
+            model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
+                      callbacks=list(callbacks))
+        self.best_epoch[name] = watch.best_epoch if watch else epochs
+        self.models[name] = net
+        self.heads[name] = ((name,), lambda z: z[name])
+
+    def _composite(self, name: str, parts: tuple[str, ...],
+                   combine: Callable[[list[Any]], Any]) -> None:
+        """Candidate ``name``: ``combine`` of the heads of ``parts``, as one model."""
+        for part in parts:
+            self.get(part)
+        nets = tuple(dict.fromkeys(n for p in parts for n in self.heads[p][0]))
+        heads = [self.heads[p][1] for p in parts]
+        head = lambda z: combine([h(z) for h in heads])  # noqa: E731
+        self.heads[name] = (nets, head)
+        self.models[name] = compose({n: self.models[n] for n in nets}, head, name)
+
+    def _brier_of(self, net: keras.Model) -> Callable[[keras.Model], float]:
+        pu, e = self._require_held_out()
+        return lambda m: brier_score(_sigmoid(logits(m, pu.x)), pu.y, _sigmoid(logits(m, e.x)),
+                                     e.y)
+
+    def _pue_data(self, name: str, rows: int) -> Any:
+        steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
+        return pue_dataset(self.pu.x, self.pu.y, self.e.x, self.e.y,
+                           batch_size=min(self.cfg.batch_size, len(self.pu) + len(self.e)),
+                           seed=self._seed(name), steps_per_epoch=steps)
+
+    def _pu_labels(self, with_theta: bool) -> np.ndarray:
+        y = pack_pu(self.pu.y)
+        if with_theta:
+            if self._theta_pu is None:
+                self._theta_pu = _sigmoid(logits(self.get("theta"), self.pu.x))
+            y = np.concatenate([y, self._theta_pu[:, None].astype(np.float32)], axis=1)
+        return y
+
+    def _train_pu_loss(self, name: str, loss: Any, with_theta: bool,
+                       monitor: Callable[[keras.Model], float] | None = None) -> None:
+        y = self._pu_labels(with_theta)
+        net = self._net(name)
+        data = pu_batches(self.pu.x, y, batch_size=self.cfg.batch_size, seed=self._seed(name))
+        self._fit(name, net, net, loss, data, len(self.pu), monitor)
+
+    def _train_pue_loss(self, name: str, loss: Any) -> None:
+        net = self._net(name)
+        rows = len(self.pu) + len(self.e)
+        self._fit(name, net, net, loss, self._pue_data(name, rows), rows)
+
+    def _train_rounds(self, name: str, initial: Any) -> None:
+        net = self._net(name)
+        model = DebiasedModel(net, initial_dagger=initial)
+        rows = len(self.pu) + len(self.e)
+        every = max(1, self.cfg.epochs // self.cfg.rounds)
+        self._fit(name, model, net, losses.ADPUELoss(from_logits=True),
+                  self._pue_data(name, rows), rows,
+                  callbacks=(RefreshDagger(every_n_epochs=every),))
+
+    # -- the nets ---------------------------------------------------------------------
+    def _train_theta(self) -> None:
+        net = self._net("theta")
+        monitor = None
+        if self.held_out is not None:
+            e = self.held_out[1]
+            monitor = lambda m: _log_loss(e.y, logits(m, e.x))  # noqa: E731
+        data = pu_batches(self.e.x, self.e.y, batch_size=self.cfg.batch_size,
+                          seed=self._seed("theta"))
+        self._fit("theta", net, net, keras.losses.BinaryCrossentropy(from_logits=True), data,
+                  len(self.e), monitor)
+
+    def _train_bce_w(self) -> None:
+        monitor = None
+        if self.held_out is not None:
+            pu = self.held_out[0]
+            monitor = lambda m: _log_loss(pu.y, logits(m, pu.x))  # noqa: E731
+        self._train_pu_loss("bce_w", losses.LogitLoss(from_logits=True), False, monitor)
+
+    def _train_ratio(self) -> None:
+        self._composite("ratio", ("bce_w", "theta"),
+                        lambda z: RatioLogit(floor=THETA_FLOOR)(z))
+
+    def _train_elkan_noto(self) -> None:
+        p = _sigmoid(logits(self.get("bce_w"), self.pu.x))
+        c = float(np.clip(p[self.pu.y == 1].mean(), THETA_FLOOR, 1.0))
+        self._composite("elkan_noto", ("bce_w",), lambda z: RatioLogit(constant=c)(z[0]))
+
+    def _train_ips(self) -> None:
+        self._train_pu_loss("ips", losses.IPSLoss(clip=THETA_FLOOR, from_logits=True), True)
+
+    def _train_likelihood(self) -> None:
+        self._train_pu_loss("likelihood", losses.ExposureLikelihoodLoss(from_logits=True), True)
+
+    def _train_brier(self) -> None:
+        self._train_pue_loss("brier", losses.ExposureBrierLoss(from_logits=True))
+
+    def _train_exposed_pu(self) -> None:
+        self._train_pue_loss("exposed_pu", losses.ExposedPULoss(from_logits=True, gamma=1.0))
+
+    def _train_adpue_direct(self) -> None:
+        self._train_pue_loss("adpue_direct", losses.ADPUELoss(from_logits=True))
+
+    def _train_adpue_rounds(self) -> None:
+        self._train_rounds("adpue_rounds", float(np.mean(self.pu.y)))
+
+    def _train_adpue_ratio(self) -> None:
+        self._train_rounds("adpue_ratio", self.get("ratio"))
+
+    def _train_average(self) -> None:
+        pair = self.parts.get("average")
+        if pair is None:
+            ranked = sorted((s, n) for n, s in self.scores.items() if n != "average")
+            if len(ranked) < 2:
+                raise ValueError("The `average` candidate needs two other candidates.")
+            pair = (ranked[0][1], ranked[1][1])
+            self.parts["average"] = pair
+        self._composite("average", pair, lambda z: ProbabilityMean()(z))

@@ -1,0 +1,127 @@
+"""Keras models built from trained nets: the Ratio and Elkan-Noto estimates, and averages.
+
+Each composite is a functional ``keras.Model`` from the nets' features to
+**one logit**, serialisable (the layers here are registered) and exportable with
+:func:`adpue_tf.export_for_serving` like any net.
+
+Example:
+    >>> import keras, numpy as np
+    >>> z = keras.ops.convert_to_tensor([[0.0]])
+    >>> round(float(ProbabilityMean()([z, z + 100.0])[0, 0]), 4)  # logit(mean(0.5, 1.0))
+    1.0986
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import keras
+from keras import ops
+
+from adpue_tf._guards import probability_to_logit
+
+__all__ = ["RatioLogit", "ProbabilityMean", "compose"]
+
+_register = keras.saving.register_keras_serializable(package="adpue_tf")
+
+
+@_register
+class RatioLogit(keras.layers.Layer):
+    """The logit of ``clip(σ(z_q) / max(θ, floor), 0, 1)``, ``θ = σ(z_θ)`` or a constant.
+
+    Called on ``[z_q, z_θ]`` (two logits, the Ratio estimate) or, with
+    ``constant``, on ``z_q`` alone (Elkan and Noto's ``q̂/c``).
+
+    Args:
+        floor: lower bound on ``θ`` in the division, in ``(0, 1)``.
+        constant: a fixed ``θ`` in ``(0, 1]`` (None: the second input).
+        **kwargs: passed to ``keras.layers.Layer``.
+
+    Example:
+        >>> import keras
+        >>> z = keras.ops.convert_to_tensor([[0.0]])
+        >>> round(float(keras.ops.sigmoid(RatioLogit(constant=0.8)(z))[0, 0]), 4)
+        0.625
+    """
+
+    def __init__(self, floor: float = 1e-3, constant: float | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not 0.0 < float(floor) < 1.0:
+            raise ValueError(f"`floor` must lie in (0, 1), got {floor!r}.")
+        if constant is not None and not 0.0 < float(constant) <= 1.0:
+            raise ValueError(f"`constant` must lie in (0, 1], got {constant!r}.")
+        self.floor = float(floor)
+        self.constant = None if constant is None else float(constant)
+
+    def call(self, inputs: Any) -> Any:
+        if self.constant is None:
+            z_q, z_theta = inputs
+            theta = ops.sigmoid(ops.cast(z_theta, "float32"))
+        else:
+            z_q, theta = inputs, self.constant
+        q = ops.sigmoid(ops.cast(z_q, "float32"))
+        return probability_to_logit(ops.clip(q / ops.maximum(theta, self.floor), 0.0, 1.0))
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0] if self.constant is None else input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "floor": self.floor, "constant": self.constant}
+
+
+@_register
+class ProbabilityMean(keras.layers.Layer):
+    """The logit of the mean of the probabilities ``σ(z_i)`` of several logits.
+
+    Example:
+        >>> import keras
+        >>> z = keras.ops.convert_to_tensor([[2.0]])
+        >>> round(float(ProbabilityMean()([z, z])[0, 0]), 4)
+        2.0
+    """
+
+    def call(self, inputs: Any) -> Any:
+        probs = [ops.sigmoid(ops.cast(z, "float32")) for z in inputs]
+        return probability_to_logit(ops.mean(ops.stack(probs), axis=0))
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0]
+
+
+def _inputs_like(net: keras.Model) -> Any:
+    """Fresh ``keras.Input``s with the structure, shapes and dtypes of ``net``'s inputs.
+
+    The inputs of a feature dict keep their keys as names (serving signatures
+    use them); a single input is named by Keras.
+    """
+    if isinstance(net, keras.Sequential):
+        structure = net.inputs[0] if len(net.inputs) == 1 else net.inputs
+    else:
+        structure = net.input
+    if isinstance(structure, dict):
+        return {k: keras.Input(shape=tuple(t.shape[1:]), dtype=t.dtype, name=k)
+                for k, t in structure.items()}
+    return keras.tree.map_structure(
+        lambda t: keras.Input(shape=tuple(t.shape[1:]), dtype=t.dtype), structure)
+
+
+def compose(nets: dict[str, keras.Model], head: Callable[[dict[str, Any]], Any],
+            name: str) -> keras.Model:
+    """``head({name: net(x)})`` as one functional model; each net is called once.
+
+    A composite of composites (an average of two Ratio estimates) is built by
+    nesting heads, never models: every trained net then appears once in the
+    graph, which Keras can save and load.
+
+    Args:
+        nets: built functional or sequential models with the same inputs, one logit each.
+        head: combines the nets' logits (a dict by name) into one logit tensor.
+        name: the model's name.
+
+    Returns:
+        A functional ``keras.Model`` taking the nets' inputs.
+    """
+    inputs = _inputs_like(next(iter(nets.values())))
+    return keras.Model(inputs, head({n: net(inputs) for n, net in nets.items()}), name=name)

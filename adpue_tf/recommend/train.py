@@ -1,0 +1,108 @@
+"""Training one candidate of :func:`adpue_tf.fit_pue`: data pipelines, held-out scoring, best epoch.
+
+Every candidate's net is trained for at most ``epochs`` epochs of at least
+``steps`` optimizer steps each; after every epoch :class:`HeldOutScore` scores
+it on the held-out rows and the weights of the best epoch are kept (the epoch
+count is the candidate's only tuned setting, refitted as is on all rows).
+
+Example:
+    >>> import numpy as np
+    >>> from adpue_tf.labels import pack_pu
+    >>> ds = pu_batches(np.zeros((5, 2), "float32"), pack_pu([1, 0, 1, 0, 1]),
+    ...                 batch_size=2, seed=0)
+    >>> tuple(next(iter(ds))[1].shape)
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["HeldOutScore", "logits", "pu_batches", "steps_per_epoch", "brier_score"]
+
+#: Rows per call when a net scores held-out rows.
+_SCORE_BATCH = 8192
+
+
+def logits(model: keras.Model, x: Any) -> np.ndarray:
+    """The model's logits on every row of ``x`` (array or dict), float64 ``(n,)``, in batches."""
+    n = len(tf.nest.flatten(x)[0])
+    parts = []
+    for i in range(0, n, _SCORE_BATCH):
+        rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
+        parts.append(np.reshape(keras.ops.convert_to_numpy(model(rows, training=False)), (-1,)))
+    return np.concatenate(parts).astype(np.float64)
+
+
+def brier_score(p_pu: np.ndarray, w: np.ndarray, p_e: np.ndarray, e: np.ndarray) -> float:
+    """The exposure-weighted Brier score ``mean(E·p_e²) - 2·mean(W·p_pu)``; lower is better.
+
+    Its expectation is ``E_x[θ·(f - p)²]`` minus a constant (see
+    :func:`adpue_tf.risks.exposure_brier`): proper for ``p(y=1|x)``, no ``θ̂``.
+
+    Example:
+        >>> brier_score(np.array([0.5, 0.5]), np.array([1.0, 0.0]),
+        ...             np.array([0.5, 0.5]), np.array([1.0, 0.0]))
+        -0.375
+    """
+    return float(np.mean(e * p_e ** 2) - 2.0 * np.mean(w * p_pu))
+
+
+def steps_per_epoch(rows: int, batch_size: int, epochs: int, min_steps: int) -> int:
+    """Steps of one epoch: a pass over ``rows``, more if ``epochs`` passes fall short of ``min_steps``.
+
+    Example:
+        >>> steps_per_epoch(1000, 512, 20, 400), steps_per_epoch(10**6, 512, 20, 400)
+        (20, 1954)
+    """
+    return max(math.ceil(rows / batch_size), math.ceil(min_steps / epochs))
+
+
+def pu_batches(x: Any, y: np.ndarray, *, batch_size: int, seed: int) -> tf.data.Dataset:
+    """Shuffled, repeated batches ``(x, y)`` of one source's rows (for ``steps_per_epoch``)."""
+    n = len(y)
+    ds = tf.data.Dataset.from_tensor_slices((x, y.astype(np.float32)))
+    ds = ds.shuffle(min(n, 100_000), seed=seed, reshuffle_each_iteration=True).repeat()
+    return ds.batch(min(batch_size, n), drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+class HeldOutScore(keras.callbacks.Callback):
+    """Scores a net on held-out rows after each epoch; restores the best epoch's weights at the end.
+
+    Args:
+        net: the model whose logits are scored (the live net, also inside a
+            ``DebiasedModel``).
+        score: ``score(net) -> float``, lower is better.
+
+    Attributes:
+        best: the lowest score seen; ``best_epoch``: its epoch (1-based);
+        history: the score of every epoch.
+    """
+
+    def __init__(self, net: keras.Model, score: Callable[[keras.Model], float]) -> None:
+        super().__init__()
+        self.net = net
+        self.score = score
+        self.best = math.inf
+        self.best_epoch = 0
+        self.history: list[float] = []
+        self._weights: list[np.ndarray] | None = None
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        value = self.score(self.net)
+        if not math.isfinite(value):
+            value = math.inf
+        self.history.append(value)
+        if value < self.best:
+            self.best, self.best_epoch = value, epoch + 1
+            self._weights = self.net.get_weights()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self._weights is not None:
+            self.net.set_weights(self._weights)

@@ -1,0 +1,205 @@
+"""fit_pue: the result, determinism, every input form, bad input, export, and known truth."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import adpue_tf as adp
+from adpue_tf.recommend import CANDIDATES, ProbabilityMean, RatioLogit
+
+from serialization import assert_round_trip
+
+FAST = dict(epochs=2, min_steps=8, batch_size=128, verbose=0)
+
+
+def linear(dim=2):
+    return lambda: keras.Sequential([keras.Input((dim,)), keras.layers.Dense(1)])
+
+
+@pytest.fixture(scope="module")
+def data():
+    return adp.synthetic.synthetic_pue(500, 500, seed=0)
+
+
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-np.asarray(z, np.float64)))
+
+
+def test_result_fields_report_and_model(data):
+    fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=["bce_w", "ratio", "brier"], **FAST)
+    assert set(fit.scores) == {"bce_w", "ratio", "brier"}
+    assert fit.choice == min(fit.scores, key=fit.scores.get)
+    assert set(fit.exposure_nll) == set(fit.scores)
+    assert fit.parts["ratio"] == ("bce_w", "theta")
+    assert fit.rows == {"pu": 500, "e": 500, "pu_held_out": 100, "e_held_out": 100}
+    assert fit.model.output_shape == (None, 1)
+    report = fit.report()
+    assert report.splitlines()[0].startswith(f"fit_pue: chose {fit.choice} ")
+    for name in fit.scores:
+        assert f"| {name}" in report
+    assert str(fit) == report
+    cal = fit.theta_calibration
+    assert 0.0 <= cal["calibration_error"] <= 1.0 and cal["log_loss"] > 0
+
+
+def test_scores_are_the_exposure_brier_of_the_candidates_on_the_held_out_rows(data):
+    """Recompute each score from the candidate models and the split fit_pue made."""
+    fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=["bce_w", "brier", "ips"], refit=False, **FAST)
+    rng = np.random.default_rng(0)  # the split of fit_pue(seed=0): PU first, then E
+    pu_ho = np.sort(rng.permutation(500)[:100])
+    e_ho = np.sort(rng.permutation(500)[:100])
+    for name, model in fit.candidates.items():
+        f_pu = _sig(model.predict(data.x_pu[pu_ho], verbose=0).ravel())
+        f_e = _sig(model.predict(data.x_e[e_ho], verbose=0).ravel())
+        want = np.mean(data.e_e[e_ho] * f_e ** 2) - 2 * np.mean(data.w_pu[pu_ho] * f_pu)
+        assert fit.scores[name] == pytest.approx(want, abs=1e-5), name
+    assert fit.model is fit.candidates[fit.choice]  # refit=False keeps the trained one
+
+
+def test_same_seed_same_choice_and_weights(data):
+    runs = [adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, seed=3,
+                        candidates=["bce_w", "likelihood", "adpue_rounds"], **FAST)
+            for _ in range(2)]
+    assert runs[0].choice == runs[1].choice
+    assert runs[0].scores == pytest.approx(runs[1].scores, abs=1e-6)
+    for a, b in zip(runs[0].model.get_weights(), runs[1].model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_dict_features_and_datasets_of_rows_give_the_same_fit(data):
+    kwargs = dict(candidates=["bce_w", "brier"], **FAST)
+    base = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, **kwargs)
+
+    def dict_net():
+        inputs = {"a": keras.Input((1,), name="a"), "b": keras.Input((1,), name="b")}
+        return keras.Model(inputs, keras.layers.Dense(1)(
+            keras.layers.Concatenate()([inputs["a"], inputs["b"]])))
+
+    def as_dict(x):
+        return {"a": x[:, :1], "b": x[:, 1:]}
+
+    dicts = adp.fit_pue(dict_net, as_dict(data.x_pu), data.w_pu, as_dict(data.x_e), data.e_e,
+                        **kwargs)
+    rows = adp.fit_pue(
+        linear(),
+        tf.data.Dataset.from_tensor_slices((data.x_pu.astype("float32"), data.w_pu)), None,
+        tf.data.Dataset.from_tensor_slices((data.x_e.astype("float32"), data.e_e)), None,
+        **kwargs)
+    assert rows.scores == pytest.approx(base.scores, abs=1e-6)
+    assert dicts.choice in dicts.scores
+    x = as_dict(data.x_pu[:5])
+    assert dicts.model.predict(x, verbose=0).shape == (5, 1)
+
+
+def test_composite_choice_exports_and_serves_the_same_probabilities(data, tmp_path):
+    fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=["ratio", "elkan_noto", "average"], **FAST)
+    path = adp.export_for_serving(fit.model, tmp_path / "export" / "1", from_logits=True)
+    served = tf.saved_model.load(str(path)).signatures["serving_default"](
+        features=tf.constant(data.x_pu[:7], tf.float32))
+    want = _sig(fit.model.predict(data.x_pu[:7], verbose=0))
+    np.testing.assert_allclose(served["probability"].numpy(), want, rtol=1e-5, atol=1e-6)
+    reloaded = keras.saving.load_model(_save(fit.model, tmp_path))
+    np.testing.assert_allclose(reloaded.predict(data.x_pu[:7], verbose=0),
+                               fit.model.predict(data.x_pu[:7], verbose=0), rtol=1e-6)
+
+
+def _save(model, tmp_path):
+    path = tmp_path / "model.keras"
+    model.save(path)
+    return path
+
+
+@pytest.mark.parametrize("layer", [RatioLogit(floor=0.1), RatioLogit(constant=0.4),
+                                   ProbabilityMean()])
+def test_composite_layers_round_trip(layer):
+    assert_round_trip(layer)
+
+
+def test_ratio_logit_by_hand():
+    z_q = tf.constant([[0.0], [2.0]])
+    z_t = tf.constant([[0.0], [-10.0]])
+    out = _sig(RatioLogit(floor=0.05)([z_q, z_t]).numpy())
+    # 0.5/0.5 = 1 (clipped just below 1); σ(2)/0.05 > 1 -> clipped
+    np.testing.assert_allclose(out.ravel(), [1.0, 1.0], atol=1e-6)
+    out = _sig(RatioLogit(constant=0.8)(tf.constant([[0.0]])).numpy())
+    np.testing.assert_allclose(out.ravel(), [0.625], rtol=1e-6)
+
+
+def test_verbose_zero_is_silent_and_lines_off_a_terminal(data, capsys):
+    adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                candidates=["bce_w"], **FAST)
+    assert capsys.readouterr().err == ""
+    adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                candidates=["bce_w"], **{**FAST, "verbose": 2})
+    err = capsys.readouterr().err
+    assert "\r" not in err and "fit_pue: 1/" in err
+
+
+BAD = [
+    (dict(build_net=keras.Sequential()), TypeError, "`build_net` must be a function"),
+    (dict(build_net=lambda: 3), TypeError, r"`build_net\(\)` must return a keras.Model"),
+    (dict(build_net=lambda: keras.Sequential([keras.Input((2,)),
+                                              keras.layers.Dense(1, "sigmoid")])),
+     ValueError, "must output a logit.*sigmoid"),
+    (dict(build_net=lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])),
+     ValueError, "one output of shape"),
+    (dict(w=np.zeros(500)), ValueError, "`w` has 0 observed positive"),
+    (dict(e=np.ones(500)), ValueError, "`e` holds only the value 1"),
+    (dict(x_e=np.zeros((500, 3))), ValueError, "same features"),
+    (dict(w=np.full(500, 2.0)), ValueError, "`w`"),
+    (dict(w=np.ones(499)), ValueError, "`w` has 499 rows"),
+    (dict(x_pu=np.full((500, 2), np.nan)), ValueError, "x_pu"),
+    (dict(x_pu=None), TypeError, "`x_pu` must be"),
+    (dict(candidates=["nope"]), ValueError, "`candidates`.*unknown: \\['nope'\\]"),
+    (dict(candidates="bce_w"), TypeError, "`candidates` must be a sequence"),
+    (dict(validation_split=0.7), ValueError, "`validation_split`"),
+    (dict(epochs=0), ValueError, "`epochs` must be >= 1"),
+    (dict(epochs=2.5), TypeError, "`epochs` must be an int"),
+    (dict(verbose=5), ValueError, "`verbose`"),
+    (dict(refit="yes"), TypeError, "`refit` must be a bool"),
+    (dict(learning_rate=-1.0), ValueError, "`learning_rate`"),
+]
+
+
+@pytest.mark.parametrize("change,err,match", BAD, ids=[m for _, _, m in BAD])
+def test_bad_input_names_the_argument(data, change, err, match):
+    args = dict(build_net=linear(), x_pu=data.x_pu, w=data.w_pu, x_e=data.x_e, e=data.e_e)
+    args.update(change)
+    options = {**FAST, **{k: v for k, v in change.items() if k not in args or k in FAST}}
+    for k in list(change):
+        if k not in ("build_net", "x_pu", "w", "x_e", "e"):
+            args.pop(k, None)
+            options[k] = change[k]
+    with pytest.raises(err, match=match):
+        adp.fit_pue(args["build_net"], args["x_pu"], args["w"], args["x_e"], args["e"],
+                    **options)
+
+
+def test_a_dataset_with_labels_given_twice_is_refused(data):
+    ds = tf.data.Dataset.from_tensor_slices((data.x_pu, data.w_pu))
+    with pytest.raises(ValueError, match="`w` must be None when `x_pu` is a Dataset"):
+        adp.fit_pue(linear(), ds, data.w_pu, data.x_e, data.e_e, **FAST)
+
+
+def test_every_candidate_is_known():
+    assert CANDIDATES[0] == "bce_w" and "likelihood" in CANDIDATES and "average" in CANDIDATES
+
+
+@pytest.mark.slow
+def test_beats_bce_on_w_against_the_truth_with_non_logistic_exposure():
+    """Known truth, complementary log-log exposure (a logistic θ̂ is misspecified)."""
+    s = adp.synthetic.synthetic_pue(2000, 2000, dim=4, seed=5, exposure="cloglog")
+    test = adp.synthetic.synthetic_pue(5000, 10, dim=4, seed=6, exposure="cloglog")
+    fit = adp.fit_pue(linear(4), s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=10, min_steps=300,
+                      learning_rate=0.01, verbose=0)
+    mae = {n: float(np.mean(np.abs(_sig(m.predict(test.x_pu, verbose=0).ravel())
+                                   - test.p_y_pu)))
+           for n, m in {**fit.candidates, "chosen": fit.model}.items()}
+    assert mae["chosen"] < 0.5 * mae["bce_w"], mae
+    assert mae[fit.choice] <= sorted(mae.values())[3] + 0.01, mae  # among the best few
