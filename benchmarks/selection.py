@@ -64,7 +64,7 @@ def run_one(exposure: str, net: str, seed: int, rows: int, dim: int, epochs: int
                                        exposure=exposure)
     start = time.perf_counter()
     fit = adp.fit_pue(lambda: NETS[net](dim), data.x_pu, data.w_pu, data.x_e, data.e_e,
-                      epochs=epochs, seed=seed, verbose=0, refit=False)
+                      epochs=epochs, seed=seed, verbose=0, refit=False, candidates="all")
     seconds = time.perf_counter() - start
     mae = {}
     for name, model in fit.candidates.items():

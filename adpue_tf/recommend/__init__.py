@@ -9,8 +9,8 @@ Example:
     ('bce_w', 'average')
 """
 
-from adpue_tf.recommend.candidates import CANDIDATES
+from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
 from adpue_tf.recommend.fit import PUEFit, fit_pue
 
-__all__ = ["CANDIDATES", "PUEFit", "ProbabilityMean", "RatioLogit", "fit_pue"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PUEFit", "ProbabilityMean", "RatioLogit", "fit_pue"]

@@ -48,11 +48,15 @@ from adpue_tf.recommend.rows import Rows
 from adpue_tf.recommend.train import HeldOutScore, brier_score, logits, pu_batches, steps_per_epoch
 from adpue_tf.validation import exposure_nll
 
-__all__ = ["CANDIDATES", "Settings", "Stage"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
               "adpue_direct", "adpue_rounds", "adpue_ratio", "average")
+#: What fit_pue tries by default: the candidates that won on some data in
+#: benchmarks/results/selection.md (the others never did; name them to try them).
+DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "adpue_ratio",
+                      "average")
 #: Candidates that are combinations of other trained models (no net of their own).
 _COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",)}
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.

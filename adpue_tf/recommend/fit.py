@@ -21,7 +21,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from adpue_tf.recommend.candidates import CANDIDATES, Settings, Stage
+from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, Settings, Stage
 from adpue_tf.recommend.rows import Rows, as_rows, split_indices
 
 __all__ = ["PUEFit", "fit_pue"]
@@ -179,8 +179,10 @@ def _progress(verbose: Any, total: int) -> Callable[[str], None]:
     return show
 
 
-def _candidates(candidates: Sequence[str] | None) -> tuple[str, ...]:
+def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
     if candidates is None:
+        return DEFAULT_CANDIDATES
+    if candidates == "all":
         return CANDIDATES
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
         raise TypeError(f"`candidates` must be a sequence of names, got {candidates!r}.")
@@ -197,7 +199,7 @@ def _candidates(candidates: Sequence[str] | None) -> tuple[str, ...]:
 def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e: Any, *,
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
             seed: int = 0, verbose: int | str = "auto",
-            candidates: Sequence[str] | None = None, learning_rate: float = 1e-3,
+            candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, refit the choice on all rows.
 
@@ -222,8 +224,11 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         seed: seeds the split, every net's initialisation and the shuffles.
         verbose: ``"auto"``/1: a progress bar on a terminal (a line per net
             otherwise), 2: a line per net, 0: silent.
-        candidates: names of :data:`adpue_tf.recommend.CANDIDATES` to try (default all).
-        learning_rate: Adam's learning rate for every net.
+        candidates: names of :data:`adpue_tf.recommend.CANDIDATES` to try, or
+            ``"all"``; default :data:`adpue_tf.recommend.DEFAULT_CANDIDATES`.
+        learning_rate: Adam's learning rate for every net (each net keeps its
+            best epoch, so a rate on the high side costs little; image
+            networks may prefer 1e-3).
         min_steps: each net takes at least this many optimizer steps over its
             ``epochs`` (small data sets get longer epochs).
         rounds: alternate-learning rounds over ``epochs`` (a refresh every
