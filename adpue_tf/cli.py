@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"adpue-tf {__version__}")
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="semi-synthetic PUE demo on breast-cancer data")
-    demo.add_argument("--seeds", type=int, default=5, help="number of trials (>= 2)")
-    demo.add_argument("--epochs", type=int, default=60, help="epochs per model")
+    demo = sub.add_parser("demo", help="fit_pue against BCE on W and direct ADPUE on "
+                          "breast-cancer data")
+    demo.add_argument("--seeds", type=int, default=3, help="number of trials (>= 2)")
+    demo.add_argument("--epochs", type=int, default=40, help="epochs per model")
     demo.add_argument("--exposure-rate", type=float, default=0.5, help="target θ(e=1)")
     demo.add_argument("--split", type=float, default=0.5, help="PU share of training rows")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
@@ -87,6 +88,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ADPUE's selection score")
     linear.add_argument("--steps", type=int, default=200, help="full-batch Adam steps")
     linear.add_argument("--data-dir", default=None, help="LIBSVM files (or $ADPUE_DATA_DIR)")
+    linear.add_argument("--exposure-mechanism", default="paper",
+                        choices=("paper", "logistic", "cloglog"),
+                        help="θ(e=1|x): the paper's formula, or a logistic / complementary "
+                             "log-log function of a fixed random projection, calibrated to "
+                             "--exposure-rate")
+    linear.add_argument("--no-recommended", action="store_true",
+                        help="skip the Recommended column (adp.fit_pue per trial, ~30-90 s "
+                             "a trial on 2 cores)")
+    linear.add_argument("--recommended-epochs", type=int, default=20,
+                        help="Recommended: fit_pue's epochs")
+    linear.add_argument("--recommended-lr", type=float, default=0.01,
+                        help="Recommended: fit_pue's learning rate")
+    linear.add_argument("--recommended-min-steps", type=int, default=500,
+                        help="Recommended: fit_pue's min_steps")
+    linear.add_argument("--recommended-candidates", type=_names, default=None,
+                        help="Recommended: comma-separated fit_pue candidates (default all)")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
     neural.add_argument("--ratios", type=_floats, default=(0.1, 0.3, 0.5, 0.7, 0.9),
                         help="separate ratios")
@@ -189,6 +206,12 @@ def _bench(args: argparse.Namespace) -> int:
                                 exposure_rates=args.exposure_rate, files=tuple(args.file),
                                 positive=args.positive, recipe_l2s=args.l2s,
                                 recipe_rounds=args.rounds, recipe_criterion=args.selection,
+                                exposure_mechanism=args.exposure_mechanism,
+                                recommended=not args.no_recommended,
+                                recommended_epochs=args.recommended_epochs,
+                                recommended_learning_rate=args.recommended_lr,
+                                recommended_min_steps=args.recommended_min_steps,
+                                recommended_candidates=args.recommended_candidates,
                                 **common)
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
     else:

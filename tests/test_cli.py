@@ -142,7 +142,7 @@ def test_console_script_shows_only_our_output():
     done = _run("demo", "--seeds", "2", "--epochs", "1", "--quiet")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    assert "| ADPUE |" in done.stdout
+    assert "| fit_pue |" in done.stdout and "Verdict: " in done.stdout
     bad = _run("demo", "--seeds", "1")  # TensorFlow is loaded before the check fails
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [

@@ -19,7 +19,7 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Redraws ``[#####     ] k/n label  elapsed  ETA`` on one line.
+    """Redraws ``[#####     ] k/n label  elapsed  ETA`` on one line (a line per step off a terminal).
 
     Args:
         total: number of steps.
@@ -39,12 +39,14 @@ class Progress:
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
         bar = "#" * (self.width * self.done // self.total)
-        self.stream.write(f"\r[{bar:<{self.width}}] {self.done}/{self.total} {label:<40.40} "
-                          f"{elapsed:6.0f}s  ETA {eta:5.0f}s")
+        line = (f"[{bar:<{self.width}}] {self.done}/{self.total} {label:<40.40} "
+                f"{elapsed:6.0f}s  ETA {eta:5.0f}s")
+        tty = getattr(self.stream, "isatty", lambda: False)()
+        self.stream.write(f"\r{line}" if tty else f"{line.rstrip()}\n")
         self.stream.flush()
 
     def close(self) -> None:
-        """End the line."""
-        if self.stream is not None:
+        """End the line (on a terminal)."""
+        if self.stream is not None and getattr(self.stream, "isatty", lambda: False)():
             self.stream.write("\n")
             self.stream.flush()

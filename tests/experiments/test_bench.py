@@ -13,7 +13,7 @@ import pytest
 from adpue_tf import cli
 from adpue_tf.experiments import datasets, table1, table2
 from adpue_tf.experiments.bench import prepare_out
-from adpue_tf.experiments.demo import DemoConfig, run_demo
+from adpue_tf.experiments.demo import DemoConfig, format_table, run_demo
 
 
 def _australian_scale():
@@ -89,10 +89,26 @@ def test_bench_bad_input(libsvm_dir, tmp_path, capsys, argv, match):
 @pytest.mark.slow
 def test_demo_runs_and_reports_mean_and_se():
     scores = run_demo(DemoConfig(seeds=2, epochs=2), progress=None)
-    assert [s.method for s in scores] == ["Logit", "nnPU", "ADPUE"]
+    assert [s.method for s in scores] == ["BCE on W", "ADPUE (direct)", "fit_pue"]
     for s in scores:
         (m, se), _ = s.summary()["inductive"], s.summary()["transductive"]
         assert 0.0 <= m <= 1.0 and se >= 0.0 and len(s.inductive) == 2
+    assert len(scores[-1].choices) == 2  # fit_pue's choice in each trial
+    text = format_table(scores, DemoConfig(seeds=2, epochs=2))
+    assert "Verdict: fit_pue is " in text and "test accuracy: on held-out rows" in text
+
+
+def test_demo_progress_has_no_carriage_return_off_a_terminal():
+    import io
+
+    from adpue_tf.experiments.progress import Progress
+
+    out = io.StringIO()
+    bar = Progress(2, stream=out)
+    bar.step("a")
+    bar.step("b")
+    bar.close()
+    assert "\r" not in out.getvalue() and len(out.getvalue().splitlines()) == 2
 
 
 @pytest.mark.slow
