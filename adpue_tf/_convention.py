@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
-           "check_probability_model", "final_activation"]
+           "check_probability_model", "final_activation", "made_up_inputs"]
 
 _SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
 
@@ -108,6 +108,58 @@ def check_output_values(name: str, values: Any, *, from_logits: bool) -> None:
             "logits. Pass `from_logits=True`, or end the model with a sigmoid.")
 
 
+def made_up_inputs(model: Any, rows: int = 16) -> Any:
+    """Inputs for ``model`` built from its ``keras.Input`` specs, or None when unknown.
+
+    Float features: half the rows uniform in ``[0, 1]``, half normal with
+    scale 3 (a logit model then leaves ``[0, 1]`` on some row, whatever its
+    weights); integer ids are 0 and strings empty; a dict of named inputs gets
+    a dict. Fixed by a seed.
+
+    Example:
+        >>> import keras
+        >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> made_up_inputs(net, rows=4).shape
+        (4, 2)
+    """
+    model = getattr(model, "net", model) if isinstance(model, keras.Model) else model
+    if not isinstance(model, keras.Model):
+        return None
+    try:
+        inputs = model.inputs
+    except (AttributeError, ValueError):
+        return None
+    if not inputs:
+        return None
+    rng = np.random.default_rng(0)
+
+    def one(spec: Any) -> Any:
+        dims = tuple(spec.shape[1:])
+        if any(d is None for d in dims):
+            raise ValueError("unknown shape")
+        dtype = tf.as_dtype(spec.dtype)
+        if dtype == tf.string:
+            return tf.fill((rows, *dims), "")
+        if dtype.is_floating:  # half scaled features in [0, 1], half spread wide
+            half = rows // 2
+            wide = rng.normal(scale=3.0, size=(rows - half, *dims))
+            return tf.constant(np.concatenate([rng.uniform(size=(half, *dims)), wide]), dtype)
+        return tf.zeros((rows, *dims), dtype)
+
+    try:
+        structure = model.input  # a dict for a model of named inputs
+    except (AttributeError, ValueError):  # a Sequential never called: its one input
+        structure = None
+    try:
+        if isinstance(structure, dict):
+            return {key: one(spec) for key, spec in structure.items()}
+        if len(inputs) == 1:
+            return one(inputs[0]).numpy()
+    except ValueError:
+        pass
+    return None
+
+
 def check_output_convention(name: str, model: Any, *, from_logits: bool,
                             sample: Any = None) -> None:
     """Refuse ``model`` (a Keras model or a function ``x -> output``) if it breaks the convention.
@@ -116,9 +168,11 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
         name: how the error names the argument, e.g. ``"`exposure_model`"``.
         model: what is checked; a ``DebiasedModel`` is checked through its ``net``.
         from_logits: the convention the caller was told (True: logits expected).
-        sample: optional inputs ``x`` to call ``model`` on; its outputs are then
-            checked by :func:`check_output_values` (a sample the model cannot
-            take is skipped: only the convention is judged here).
+        sample: inputs ``x`` to call ``model`` on (real rows are best); its
+            outputs are then checked by :func:`check_output_values`. None: made
+            up from the model's input specs (:func:`made_up_inputs`), or no
+            value check for a function or a model of unknown inputs. A sample
+            the model cannot take is skipped: only the convention is judged here.
 
     Raises:
         ValueError: a sigmoid/softmax output where logits are expected, or a
@@ -142,6 +196,8 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
                 f"{name} ends with a {found} activation, so it outputs probabilities, but "
                 "logits are expected (`from_logits=True`). Pass `from_logits=False`, or drop "
                 f"the final {found}.")
+    if sample is None:
+        sample = made_up_inputs(model)
     if sample is None:
         return
     target = getattr(model, "net", model) if isinstance(model, keras.Model) else model

@@ -312,8 +312,8 @@ def test_from_logits_from_keras_loss_and_explicit_override(tmp_path):
 
 
 def test_probability_extremes_give_finite_logits(tmp_path):
-    a = keras.Input((1,))
-    model = keras.Model(a, keras.layers.Lambda(lambda t: t)(a))
+    a = keras.Input((1,))  # a probability model: whatever comes in, [0, 1] comes out
+    model = keras.Model(a, keras.layers.Lambda(lambda t: keras.ops.clip(t, 0.0, 1.0))(a))
     out = _serve(export_for_serving(model, tmp_path / "m", from_logits=False),
                  np.array([[0.0], [1.0], [0.5]], np.float32))
     assert np.all(np.isfinite(out["logit"]))

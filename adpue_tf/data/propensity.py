@@ -65,7 +65,6 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
                         f"got {type(exposure_model).__name__}.")
     if not isinstance(from_logits, bool):
         raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
-    check_output_convention("`exposure_model`", exposure_model, from_logits=from_logits)
     message = ("`exposure_model` must output probabilities θ̂ in [0, 1] (`from_logits=False`); "
                "a batch's outputs leave [0, 1], so they are logits: pass `from_logits=True`.")
 
@@ -85,6 +84,7 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
             outputs = []
         if outputs:
             check_shape(outputs)
+    check_output_convention("`exposure_model`", exposure_model, from_logits=from_logits)
 
     def attach(x: Any, y: Any) -> tuple[Any, Any]:
         out = exposure_model(x, training=False) if isinstance(

@@ -57,29 +57,13 @@ def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
         "`from_logits=False` explicitly.")
 
 
-def _sample(specs: dict[str, tf.TensorSpec] | None, feature_shape: tuple, warmup_rows: Any) -> Any:
-    """Inputs to check the output convention on: the warm-up rows, else 16 made-up rows.
-
-    Made-up float features are uniform in ``[0, 1]`` (scaled features; a model
-    reading probabilities through is not refused), ids are 0, strings empty.
-    """
-    if warmup_rows is not None:
-        if specs is None:
-            return np.asarray(warmup_rows, dtype=np.float32)
-        return {k: tf.constant(v, dtype=specs[k].dtype) for k, v in warmup_rows.items()}
-    rng = np.random.default_rng(0)
+def _sample(specs: dict[str, tf.TensorSpec] | None, warmup_rows: Any) -> Any:
+    """The warm-up rows as inputs to check the output convention on (None: made up)."""
+    if warmup_rows is None:
+        return None
     if specs is None:
-        if any(d is None for d in feature_shape):
-            return None
-        return rng.uniform(size=(16, *feature_shape)).astype(np.float32)
-    sample = {}
-    for key, spec in specs.items():
-        dims = tuple(spec.shape[1:])
-        if any(d is None for d in dims):
-            return None
-        sample[key] = (tf.constant(rng.uniform(size=(16, *dims)), spec.dtype)
-                       if spec.dtype.is_floating else tf.zeros((16, *dims), spec.dtype))
-    return sample
+        return np.asarray(warmup_rows, dtype=np.float32)
+    return {k: tf.constant(v, dtype=specs[k].dtype) for k, v in warmup_rows.items()}
 
 
 def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
@@ -131,7 +115,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     The logits/probabilities convention is checked before anything is written:
     with ``from_logits=True`` a model ending in a sigmoid/softmax is refused;
     with ``from_logits=False`` a model whose outputs on a sample (the warm-up
-    rows, else made-up rows with features in ``[0, 1]``) leave ``[0, 1]`` is refused.
+    rows, else made-up rows) leave ``[0, 1]`` is refused.
 
     A REST request (``POST /v1/models/<model_name>:predict``) in row format::
 
@@ -220,7 +204,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     # Served as `probability` only if it is one: the convention checked on the model's
     # final activation and on a sample of outputs (the warm-up rows when given).
     check_output_convention("`model`", net, from_logits=logits_out,
-                            sample=_sample(specs, feature_shape, warmup_rows))
+                            sample=_sample(specs, warmup_rows))
 
     def outputs(out: Any) -> dict[str, tf.Tensor]:
         _check_output(out)
