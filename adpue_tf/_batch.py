@@ -65,6 +65,15 @@ def _graph_asserts(y: Any) -> list:
     return checks
 
 
+#: Keras retraces a step with a relaxed shape once it has seen labels of 3 and of 4 columns.
+UNKNOWN_COLUMNS = (
+    "`y_true` has an unknown number of columns (shape {shape}): this model was given labels "
+    "of both layouts, 3 columns (training) and 4 (validation, or f† filled in), so Keras "
+    "traced the step again with a relaxed shape. Give one model one layout: evaluate "
+    "training-layout data and validation-layout data with separate models, or call "
+    "model.compile(...) again between them.")
+
+
 def check_label_dtype(y: Any, name: str = "y_true") -> None:
     """Refuse packed labels that are not numbers (strings), naming ``name``."""
     dtype = tf.as_dtype(getattr(y, "dtype", tf.float32))
@@ -80,6 +89,8 @@ def _validated(y_true: Any) -> Any:
     y = ops.convert_to_tensor(y_true)
     check_label_dtype(y)
     shape = tuple(y.shape)
+    if len(shape) == 2 and shape[1] is None:
+        raise ValueError(UNKNOWN_COLUMNS.format(shape=shape))
     if len(shape) != 2 or shape[1] not in labels.NUM_COLUMNS:
         raise ValueError(
             "`y_true` must have shape (batch, 3) or (batch, 4) "

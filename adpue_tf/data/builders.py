@@ -219,6 +219,8 @@ def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int
         )
     if seed is not None:
         check_int("seed", seed, -(2**63))
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise TypeError(f"`shuffle` must be True or False, got {shuffle!r}.")
     weights = _share_weights(shares, streams)
     batch_size = _fit_batch_size(streams, weights, batch_size, shares is None)
     counts = batch_counts(weights, batch_size)

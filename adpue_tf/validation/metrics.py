@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 import sys
+import types
 from typing import Any
 
 import keras
@@ -19,7 +20,7 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._batch import check_label_dtype
+from adpue_tf._batch import UNKNOWN_COLUMNS, check_label_dtype
 from adpue_tf._guards import to_logits
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
@@ -32,7 +33,7 @@ _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
 def _in_train_step() -> bool:
     """Whether the caller runs inside a Keras ``train_step`` (eager, or being traced)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_name == "train_step":
             return True
@@ -44,6 +45,8 @@ def _packed_4(y_true: Any, who: str) -> Any:
     """Labels in the validation layout as float32; None for 3-column training labels."""
     y = ops.convert_to_tensor(y_true)
     check_label_dtype(y)
+    if len(y.shape) == 2 and y.shape[1] is None:
+        raise ValueError(f"{who}: " + UNKNOWN_COLUMNS.format(shape=tuple(y.shape)))
     if len(y.shape) == 2 and y.shape[1] == 3:
         if _in_train_step():
             return None  # training batches: no yardsticks, nothing to measure
