@@ -770,3 +770,402 @@ BENCH_RECIPE_CASES = [
 def test_bad_input_bench_file_recipe(call, expected, tmp_path):
     run_case(lambda: call(tmp_path), expected)
     assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+# --- what export_for_serving replaces: only a SavedModel's own entries; the convention it serves ---
+# (adp.export_for_serving). Each call takes a scratch directory; the table checks that a
+# refused export deleted nothing and left no temporary directory behind.
+
+def _x_dense(activation=None):
+    return _s_keras.Sequential([_s_keras.Input((3,)), _s_keras.layers.Dense(1, activation)])
+
+
+def _x_saved(tmp, *extra):
+    """A real SavedModel at ``tmp/m/1`` with ``extra`` entries put beside it (as _s_dir)."""
+    path = _adp.export_for_serving(_x_dense(), tmp / "m" / "1", from_logits=True)
+    return _s_dir(path, *extra)
+
+
+EXPORT_REPLACE_CASES = [
+    ("overwrite a SavedModel with a user file beside it", lambda t: _adp.export_for_serving(
+        _x_dense(), _x_saved(t, "notes.txt"), from_logits=True, overwrite=True),
+     (ValueError, r"also holds entries a SavedModel does not have \(notes.txt\)")),
+    ("overwrite a SavedModel with a sub-directory beside it", lambda t: _adp.export_for_serving(
+        _x_dense(), _x_saved(t, "runs/"), from_logits=True, overwrite=True),
+     (ValueError, r"does not have \(runs/\).*Nothing was written or deleted")),
+    ("overwrite a base directory with versions and a stray saved_model.pb",
+     lambda t: _adp.export_for_serving(_x_dense(), _s_dir(str(t / "b"), "1/", "2/", "saved_model.pb"),
+                                       from_logits=True, overwrite=True),
+     (ValueError, "a TF Serving base directory holding versions 1, 2")),
+    ("export to a path under a file", lambda t: _adp.export_for_serving(
+        _x_dense(), _s_dir(str(t), "f.txt") + "/f.txt/1", from_logits=True),
+     (ValueError, r"lies under .*f.txt', which is a file, not a directory")),
+    ("export a sigmoid model as logits", lambda t: _adp.export_for_serving(
+        _x_dense("sigmoid"), t / "s", from_logits=True),
+     (ValueError, "`model` ends with a sigmoid activation, so it outputs probabilities")),
+    ("export a softmax model as logits (loss says so)", lambda t: _adp.export_for_serving(
+        _s_keras.Sequential([_s_keras.Input((3,)), _s_keras.layers.Dense(1, "softmax")]),
+        t / "s"),
+     (ValueError, "Cannot tell whether `model` outputs logits")),
+    ("export a logit model as probabilities", lambda t: _adp.export_for_serving(
+        _x_dense(), t / "l", from_logits=False),
+     (ValueError, r"`model` must output probabilities in \[0, 1\].*it outputs logits")),
+    ("export a logit model as probabilities, judged on warm-up rows",
+     lambda t: _adp.export_for_serving(_x_dense(), t / "l", from_logits=False,
+                                       warmup_rows=_np.full((2, 3), 5.0)),
+     (ValueError, r"`model` must output probabilities in \[0, 1\]")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in EXPORT_REPLACE_CASES],
+                         ids=[c[0] for c in EXPORT_REPLACE_CASES])
+def test_bad_input_export_replaces_only_its_own(call, expected, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+
+    def snapshot():
+        return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+
+    seen = []
+
+    def call_and_record():
+        try:
+            return call(tmp_path)
+        finally:
+            seen.append(snapshot())
+
+    real = _adp.export_for_serving
+    calls = []
+
+    def counting(*args, **kwargs):  # the table's setup exports too: snapshot before the last
+        calls.append(snapshot())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_adp, "export_for_serving", counting)
+    run_case(call_and_record, expected)
+    assert seen[-1] == calls[-1], "a refused export changed the directory tree"
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p or ".old-" in p]
+
+
+def test_concurrent_overwrites_end_with_one_model_and_no_leftovers(tmp_path):
+    import os
+    import threading
+
+    path = _adp.export_for_serving(_x_dense(), tmp_path / "m" / "1", from_logits=True)
+    errors = []
+
+    def export(bias):
+        net = _x_dense()
+        net.layers[-1].bias.assign([bias])
+        try:
+            _adp.export_for_serving(net, path, from_logits=True, overwrite=True)
+        except Exception as err:  # noqa: BLE001 - recorded and checked below
+            errors.append(err)
+
+    threads = [threading.Thread(target=export, args=(float(i),)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert os.listdir(tmp_path / "m") == ["1"]  # no .tmp- or .old- directory left
+    assert sorted(os.listdir(path)) == ["assets", "fingerprint.pb", "saved_model.pb", "variables"]
+    serve = _s_tf.saved_model.load(path).signatures["serving_default"]
+    logit = float(serve(features=_s_tf.zeros((1, 3)))["logit"][0, 0])
+    assert logit in (0.0, 1.0, 2.0, 3.0)  # one complete model: the last swapped in
+
+
+def test_warmup_rows_with_a_string_feature_are_exported(tmp_path):
+    ids = _s_keras.Input((), dtype="string", name="country")
+    ctx = _s_keras.Input((2,), name="ctx")
+    looked = _s_keras.layers.StringLookup(vocabulary=["fr", "de"], output_mode="one_hot")(ids)
+    out = _s_keras.layers.Dense(1)(_s_keras.layers.Concatenate()([looked, ctx]))
+    net = _s_keras.Model({"country": ids, "ctx": ctx}, out)
+    path = _adp.export_for_serving(net, tmp_path / "m" / "1", from_logits=True, warmup_rows={
+        "country": _np.array(["fr", "de"]), "ctx": _np.zeros((2, 2))})
+    import os
+
+    assert os.path.getsize(os.path.join(path, "assets.extra", "tf_serving_warmup_requests")) > 0
+
+
+# --- labels as the entry points read them: pack_labels, epoch_length, string labels -----------
+# (adp.pack_labels, adp.data.epoch_length, every loss and metric reading packed labels),
+# eager and inside tf.function.
+
+def _l_graph(fn):
+    return lambda: _s_tf.function(fn)()
+
+
+_L_STR = _np.array([["1", "0", "0"], ["0", "0", "1"]])
+
+LABELS_CASES = [
+    ("pack_labels source 2.5", lambda: _adp.pack_labels(2.5, n=2),
+     (ValueError, r"`source` must be one of \['PU', .*got 2\.5")),
+    ("pack_labels source 2.0", lambda: _adp.pack_labels(2.0, n=2),
+     (ValueError, r"`source` must be one of .*got 2\.0")),
+    ("pack_labels source True", lambda: _adp.pack_labels(True, e=[1, 0]),
+     (ValueError, r"`source` must be one of .*got True")),
+    ("pack_labels source '2'", lambda: _adp.pack_labels("2", n=2),
+     (ValueError, r"`source` must be one of .*got '2'")),
+    ("epoch_length lists of different lengths",
+     lambda: _adp.data.epoch_length([10, 20, 30], [2, 3]),
+     (ValueError, r"`rows` and `counts` must have one entry per stream.*got 3 and 2")),
+    ("epoch_length count 0", lambda: _adp.data.epoch_length([2, 3], [2, 0]),
+     (ValueError, r"`counts\[1\]` must be at least 1, got 0")),
+    ("epoch_length empty", lambda: _adp.data.epoch_length([], []),
+     (ValueError, "at least one")),
+    ("epoch_length count 1.5", lambda: _adp.data.epoch_length([2], [1.5]),
+     (TypeError, r"`counts\[0\]` must be an int")),
+    ("epoch_length negative rows", lambda: _adp.data.epoch_length([-4], [2]),
+     (ValueError, r"`rows\[0\]` must be at least 0")),
+    ("loss with string labels", lambda: _adp.ADPUELoss(from_logits=True)(
+        _L_STR, _np.zeros((2, 1))),
+     (TypeError, "`y_true` must hold numbers .*got dtype string")),
+    ("loss with string labels, graph", _l_graph(lambda: _adp.ADPUELoss(from_logits=True)(
+        _s_tf.constant(_L_STR), _s_tf.zeros((2, 1)))),
+     (TypeError, "`y_true` must hold numbers .*got dtype string")),
+    ("risk with string labels", lambda: _adp.risks.nnpue(_L_STR, _np.zeros((2, 1))),
+     (TypeError, "`y_true` must hold numbers")),
+    ("ExposureLikelihood with string labels", lambda: _validation.ExposureLikelihood(
+        from_logits=True).update_state(_np.array([["1", "0", "0", "0.5"]]), _np.zeros((1, 1))),
+     (TypeError, "`y_true` must hold numbers")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in LABELS_CASES],
+                         ids=[c[0] for c in LABELS_CASES])
+def test_bad_input_pack_labels_epoch_length_string_labels(call, expected):
+    run_case(call, expected)
+
+
+# --- TFRecord logs (adp.data.read_tfrecords): the file and the fix named up front -----------
+
+def _r_write(path, rows=6, compression=None, cut=0):
+    with _s_tf.io.TFRecordWriter(str(path), compression) as writer:
+        for i in range(rows):
+            writer.write(_s_tf.train.Example(features=_s_tf.train.Features(feature={
+                "x": _s_tf.train.Feature(float_list=_s_tf.train.FloatList(value=[i, 1.0])),
+                "w": _s_tf.train.Feature(int64_list=_s_tf.train.Int64List(value=[i % 2])),
+            })).SerializeToString())
+    if cut:
+        raw = path.read_bytes()
+        path.write_bytes(raw[:-cut])
+    return str(path)
+
+
+_R_SPEC = {"x": _s_tf.io.FixedLenFeature([2], _s_tf.float32),
+           "w": _s_tf.io.FixedLenFeature([], _s_tf.int64)}
+
+
+def _r_read(make, **kw):
+    return lambda t: _adp.data.read_tfrecords(make(t), _R_SPEC, labels="w", **kw)
+
+
+TFRECORD_CASES = [
+    ("an empty file, rows unknown", _r_read(lambda t: _s_dir(str(t), "e.tfrecord") and (
+        (t / "e.tfrecord").write_bytes(b"") or str(t / "e.tfrecord"))),
+     (ValueError, r"`files`: every file is empty .*`rows` is unknown.*e.tfrecord")),
+    ("a truncated file", _r_read(lambda t: _r_write(t / "cut.tfrecord", cut=5)),
+     (ValueError, r"`files`: '.*cut.tfrecord' is truncated or corrupt: it ends inside record 5")),
+    ("a file cut inside a header", _r_read(lambda t: _r_write(t / "cut.tfrecord", cut=30)),
+     (ValueError, r"cut.tfrecord' is truncated or corrupt")),
+    ("a GZIP file read as uncompressed", _r_read(lambda t: _r_write(t / "g.tfrecord", 6, "GZIP")),
+     (ValueError, r"g.tfrecord' is GZIP-compressed, but compression_type=None .*pass "
+                  r"compression_type='GZIP'")),
+    ("a ZLIB file read as GZIP", _r_read(lambda t: _r_write(t / "z.tfrecord", 6, "ZLIB"),
+                                         compression_type="GZIP"),
+     (ValueError, r"z.tfrecord' is ZLIB-compressed, but compression_type='GZIP'; pass "
+                  r"compression_type='ZLIB'")),
+    ("an uncompressed file read as GZIP", _r_read(lambda t: _r_write(t / "u.tfrecord"),
+                                                  compression_type="GZIP"),
+     (ValueError, r"u.tfrecord' is an uncompressed TFRecord file.*pass compression_type=None")),
+    ("not a TFRecord file", _r_read(lambda t: _s_dir(str(t), "n.tfrecord") + "/n.tfrecord"),
+     (ValueError, r"n.tfrecord' is not a TFRecord file")),
+    ("an unknown compression_type", _r_read(lambda t: _r_write(t / "u.tfrecord"),
+                                            compression_type="snappy"),
+     (ValueError, r"`compression_type` must be None, 'GZIP' or 'ZLIB', got 'snappy'")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in TFRECORD_CASES],
+                         ids=[c[0] for c in TFRECORD_CASES])
+def test_bad_input_read_tfrecords(call, expected, tmp_path):
+    run_case(lambda: call(tmp_path), expected)
+
+
+@pytest.mark.parametrize("spelling", ["gzip", "Gzip", "GZIP"])
+def test_read_tfrecords_takes_compression_in_any_case(tmp_path, spelling):
+    path = _r_write(tmp_path / "g.tfrecord", 6, "GZIP")
+    rows = list(_adp.data.read_tfrecords(path, _R_SPEC, labels="w", compression_type=spelling))
+    assert [int(w) for _, w in rows] == [0, 1, 0, 1, 0, 1]
+
+
+# --- with_propensity (adp.data.with_propensity): one output, the convention it was told ------
+
+_p_DS = _adp.data.pue_dataset(_XA, _WA, _XB, _EB, batch_size=6, seed=0)
+
+
+def _p_model(units=1, activation=None, outputs=1):
+    a = _s_keras.Input((3,))
+    outs = [_s_keras.layers.Dense(units, activation)(a) for _ in range(outputs)]
+    return _s_keras.Model(a, outs[0] if outputs == 1 else outs)
+
+
+PROPENSITY_CASES = [
+    ("two output units", lambda: _adp.data.with_propensity(_p_DS, _p_model(units=2)),
+     (ValueError, r"`exposure_model` must output one propensity per row.*shape \(None, 2\)")),
+    ("two outputs", lambda: _adp.data.with_propensity(_p_DS, _p_model(outputs=2)),
+     (ValueError, "`exposure_model` must output one propensity per row.*got 2 outputs")),
+    ("a function with two columns", lambda: _adp.data.with_propensity(
+        _p_DS, lambda x: _s_tf.ones((_s_tf.shape(x)[0], 2))),
+     (ValueError, r"`exposure_model` must output one propensity per row")),
+    ("a sigmoid model as logits", lambda: _adp.data.with_propensity(
+        _p_DS, _p_model(activation="sigmoid"), from_logits=True),
+     (ValueError, "`exposure_model` ends with a sigmoid activation.*Pass `from_logits=False`")),
+    ("a logit model as probabilities", lambda: _adp.data.with_propensity(_p_DS, _p_model()),
+     (ValueError, r"`exposure_model` must output probabilities in \[0, 1\].*`from_logits=True`")),
+    ("logits as probabilities (graph: while iterating)", lambda: list(
+        _adp.data.with_propensity(_p_DS, lambda x: 5.0 * _s_tf.ones((_s_tf.shape(x)[0], 1)))),
+     (_s_tf.errors.InvalidArgumentError,
+      r"`exposure_model` must output probabilities .*pass `from_logits=True`")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in PROPENSITY_CASES],
+                         ids=[c[0] for c in PROPENSITY_CASES])
+def test_bad_input_with_propensity(call, expected):
+    run_case(call, expected)
+
+
+# --- metrics and callbacks that cannot do their job raise (ExposureLikelihood, ReferenceRisk,
+# BestRound), and the tuner's build_net with two outputs (DebiasedHyperModel.build) ----------
+
+_m_S = None
+
+
+def _m_data():
+    global _m_S
+    if _m_S is None:
+        _m_S = _adp.synthetic.synthetic_pue(120, 120, seed=0)
+    return _m_S
+
+
+def _m_model(metric, alternate=False):
+    _s_keras.utils.set_random_seed(0)
+    net = _s_keras.Sequential([_s_keras.Input((2,)), _s_keras.layers.Dense(1)])
+    model = _adp.DebiasedModel(net, initial_dagger=0.5) if alternate else net
+    model.compile("sgd", loss=_adp.ADPUELoss(from_logits=True), metrics=[metric])
+    return model
+
+
+def _m_train():
+    s = _m_data()
+    return _adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=120, seed=0)
+
+
+def _m_fit(metric, callbacks=(), alternate=True, validation=True, epochs=1):
+    def call():
+        s = _m_data()
+        val = _m_train() if not validation else _adp.validation.pue_validation_data(
+            s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=120)
+        return _m_model(metric, alternate).fit(
+            _m_train(), validation_data=val, epochs=epochs, verbose=0,
+            callbacks=list(callbacks))
+    return call
+
+
+def _m_two_outputs(hp):
+    a = _s_keras.Input((2,))
+    return _s_keras.Model(a, [_s_keras.layers.Dense(1)(a), _s_keras.layers.Dense(1)(a)])
+
+
+def _m_sigmoid(hp):
+    return _s_keras.Sequential([_s_keras.Input((2,)), _s_keras.layers.Dense(1, "sigmoid")])
+
+
+METRIC_CALLBACK_TUNER_CASES = [
+    ("ExposureLikelihood on validation data without the layout", _m_fit(
+        _validation.ExposureLikelihood(from_logits=True), validation=False),
+     (ValueError, r"ExposureLikelihood got labels without yardsticks .*pue_validation_data")),
+    ("ReferenceRisk on validation data without the layout", _m_fit(
+        _validation.ReferenceRisk(_adp.ADPUELoss(from_logits=True)), validation=False),
+     (ValueError, r"ReferenceRisk got labels without yardsticks")),
+    ("ExposureLikelihood in evaluate on training batches",
+     lambda: _m_model(_validation.ExposureLikelihood(from_logits=True)).evaluate(
+         _m_train(), verbose=0),
+     (ValueError, r"ExposureLikelihood got labels without yardsticks")),
+    ("ExposureLikelihood called on 3 columns", lambda: _validation.ExposureLikelihood(
+        from_logits=True).update_state(_adp.pack_labels(_adp.Source.PU, w=[1, 0]),
+                                       _np.zeros((2, 1))),
+     (ValueError, r"ExposureLikelihood got labels without yardsticks \(shape \(2, 3\)")),
+    ("BestRound fed validation data without the layout", _m_fit(
+        _validation.ExposureLikelihood(from_logits=True), validation=False,
+        callbacks=[_adp.RefreshDagger(), _adp.BestRound()]),
+     (ValueError, r"got labels without yardsticks")),
+    ("BestRound without RefreshDagger", _m_fit(
+        _validation.ExposureLikelihood(from_logits=True), epochs=2,
+        callbacks=[_adp.BestRound()]),
+     (ValueError, r"BestRound saw 2 epoch\(s\) but no round ended .*RefreshDagger")),
+    ("BestRound with a period longer than the fit", _m_fit(
+        _validation.ExposureLikelihood(from_logits=True),
+        callbacks=[_adp.RefreshDagger(every_n_epochs=3), _adp.BestRound()]),
+     (ValueError, r"no round ended")),
+    ("DebiasedHyperModel build_net with two outputs", lambda: _HyperModel(
+        build_net=_m_two_outputs).build(_kt.HyperParameters()),
+     (ValueError, r"`build_net\(hp\)` must have a single output")),
+    ("DebiasedHyperModel build_net ending in sigmoid with a logit loss", lambda: _HyperModel(
+        build_net=_m_sigmoid).build(_kt.HyperParameters()),
+     (ValueError, r"`build_net\(hp\)` ends with a sigmoid activation")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in METRIC_CALLBACK_TUNER_CASES],
+                         ids=[c[0] for c in METRIC_CALLBACK_TUNER_CASES])
+def test_bad_input_metrics_callbacks_tuner_that_cannot_do_their_job(call, expected):
+    run_case(call, expected)
+
+
+def test_bench_file_with_a_huge_feature_index_is_refused_before_allocating(tmp_path,
+                                                                             monkeypatch):
+    from adpue_tf.experiments.bench import linear as bench_linear
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the dense matrix was about to be allocated")
+
+    monkeypatch.setattr(bench_linear.datasets, "read_libsvm", no_read)
+    (tmp_path / "d.svm").write_text("+1 1:0.5\n-1 300000000000:1\n")
+    run_case(lambda: _h_bench.load_file(tmp_path / "d.svm"),
+             (ValueError, r"d.svm', line 2: feature index 300,000,000,000 makes a dense float32 "
+                          r"matrix of 2 rows x 300000000000 columns, 2.24e\+03 GiB, over the "
+                          r".* GiB this run may use"))
+    run_case(lambda: _h_cli("--file", str(tmp_path / "d.svm"))(tmp_path),
+             (ValueError, r"feature index 300,000,000,000"))
+    assert not (tmp_path / "o").exists()
+
+
+# --- flags and sizes that must not be read loosely (builders' shuffle, synthetic sizes) -------
+
+FLAG_SIZE_CASES = [
+    ("pue_dataset shuffle 'yes'", lambda: _adp.data.pue_dataset(_XA, _WA, _XB, _EB, shuffle="yes"),
+     (TypeError, "`shuffle` must be True or False, got 'yes'")),
+    ("sse_dataset shuffle 1", lambda: _adp.data.sse_dataset(_XA, _WA, _WA, shuffle=1),
+     (TypeError, "`shuffle` must be True or False, got 1")),
+    ("synthetic_pue n_pu True", lambda: _adp.synthetic.synthetic_pue(True, 10),
+     (ValueError, r"`n_pu` \(number of rows\) must be a positive integer, got True")),
+    ("synthetic_pue n_pu 2.0", lambda: _adp.synthetic.synthetic_pue(2.0, 10),
+     (ValueError, r"`n_pu` \(number of rows\) must be a positive integer, got 2.0")),
+    ("synthetic_pue dim True", lambda: _adp.synthetic.synthetic_pue(10, 10, dim=True),
+     (ValueError, "`dim` must be a positive integer, got True")),
+    ("loss on labels of an unknown column count (graph)", lambda: _s_tf.function(
+        lambda y: _adp.ADPUELoss(from_logits=True)(y, _s_tf.zeros((2, 1))),
+        input_signature=[_s_tf.TensorSpec((None, None), _s_tf.float32)])(
+        _s_tf.zeros((2, 3))),
+     (ValueError, r"`y_true` has an unknown number of columns .*Give one model one layout")),
+]
+
+
+@pytest.mark.parametrize("call, expected", [c[1:] for c in FLAG_SIZE_CASES],
+                         ids=[c[0] for c in FLAG_SIZE_CASES])
+def test_bad_input_builder_flags_synthetic_sizes_label_columns(call, expected):
+    run_case(call, expected)
