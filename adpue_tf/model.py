@@ -6,7 +6,11 @@ model, refreshed every few epochs or steps by
 initial guess (a constant in ``[0, 1]`` or a Keras model). The model fills
 column 3 (``dagger``) of the packed labels from the source of ``f†`` in force,
 without gradient, and the compiled :class:`~adpue_tf.losses.DebiasedLoss` reads
-it.
+it. The snapshot (or initial model) runs only on the rows whose risk term reads
+``f†`` (for ADPUE the exposure rows with ``E = 0``), gathered from every
+feature and scattered back, when that pays (not under XLA, nor on a small batch
+of a small model); the other rows hold 0, which the risk multiplies by 0
+(``adpue_tf/_rows.py``): the loss and gradients are those of the full batch.
 
 The source of ``f†`` is a non-trainable variable (``dagger_mode``), saved with
 the weights (``.keras`` files and ``BackupAndRestore``). Leaving direct mode
@@ -27,7 +31,7 @@ Only :meth:`compute_loss` is overridden: Keras's own ``train_step`` and
 precision and distribution strategies behave as for any Keras model, and
 validation computes the same debiased risk on held-out PU/E data.
 
-Nothing silent (issue 10). ``compile`` refuses a net or ``initial_dagger``
+Nothing silent: ``compile`` refuses a net or ``initial_dagger``
 that ends in a sigmoid when the loss has ``from_logits=True``; the loss
 refuses outputs outside ``[0, 1]`` when ``from_logits=False``, and batches of
 sources it does not read. Each step checks that the features (every floating
@@ -35,15 +39,11 @@ input), the net's output and the loss are finite, and the gradient of the
 loss waits for these checks (``tf.custom_gradient``), so a NaN feature, a
 huge one (``3e38``: outputs beyond ``±1e4``) or an overflowing loss stops
 ``fit`` with an error that says which, before the optimizer updates any
-weight (only its ``iterations`` counter may have advanced). Keras's
-``TerminateOnNaN`` is different: it reads the logged loss after the step, when
-the weights already hold the NaN update. A plain model compiled with one of
-our losses gets the loss and output checks, not the feature check (a ReLU can
-hide a NaN feature from the output while the first layer's gradient is NaN):
-``tf.debugging.enable_check_numerics()`` is TensorFlow's documented way to
-stop at the first non-finite value of any op, gradients included, at a cost
-in speed. The checks are ``tf.debugging.Assert`` ops, which XLA compiles away:
-under ``jit_compile=True`` only the trace-time checks remain, and Keras's
+weight (only its ``iterations`` counter may have advanced), unlike Keras's
+``TerminateOnNaN``, which reads the logged loss after the update (a plain model
+with one of our losses gets the loss and output checks, not the feature check).
+The checks are ``tf.debugging.Assert`` ops, which XLA compiles away: under
+``jit_compile=True`` only the trace-time checks remain, and Keras's
 default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
 CPU, nor under a distribution strategy): compile with ``jit_compile=False``
 to keep the runtime checks there.
@@ -66,6 +66,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from adpue_tf import _rows
 from adpue_tf._batch import num_replicas
 from adpue_tf._checks import check_int
 from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
@@ -307,35 +308,33 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _dagger(self, x: Any, y_pred: Any) -> Any:
-        """``f†`` for the batch, float32 ``(batch, 1)``, without gradient."""
+    def _dagger(self, x: Any, y: Any, y_pred: Any) -> Any:
+        """``f†`` for the batch, float32 ``(batch, 1)``, without gradient; 0 on unread rows."""
         from_logits = self.loss.from_logits
 
         def prob(out: Any, name: str = "the output of the snapshot") -> Any:
-            return ops.sigmoid(to_logits(out, from_logits, name))
-
-        def direct() -> Any:
-            return prob(y_pred, "`y_pred`")
-
-        def initial() -> Any:
-            if self.initial_model is not None:
-                guess = self.initial_model(x, training=False)
-                _check_single_tensor("initial_dagger", guess)
-                return prob(guess, "the output of `initial_dagger`")
-            rows = ops.reshape(ops.cast(y_pred, "float32"), (-1,))
-            return ops.full_like(rows, self._initial_constant)
-
-        def snapshot() -> Any:
-            return prob(self.snapshot(x, training=False))
+            return ops.reshape(ops.sigmoid(to_logits(out, from_logits, name)), (-1,))
 
         with tf.init_scope():  # the mode when tracing: direct or not is static
             mode = int(ops.convert_to_numpy(self._mode))
         if mode == DIRECT:
-            dagger = direct()
-        elif self.initial_model is None:  # a constant before the first refresh: no branch
-            dagger = ops.where(ops.equal(self._mode, SNAPSHOT), snapshot(), initial())
+            return ops.stop_gradient(ops.reshape(prob(y_pred, "`y_pred`"), (-1, 1)))
+        x, rows = _rows.select(self.loss, x, y, self.snapshot, jit=bool(self.jit_compile))
+
+        def initial() -> Any:
+            guess = self.initial_model(x, training=False)
+            _check_single_tensor("initial_dagger", guess)
+            return prob(guess, "the output of `initial_dagger`")
+
+        def snapshot() -> Any:
+            return prob(self.snapshot(x, training=False))
+
+        if self.initial_model is None:  # a constant before the first refresh: no branch
+            snap = snapshot()  # (rows,): the constant takes its shape
+            dagger = ops.where(ops.equal(self._mode, SNAPSHOT), snap, self._initial_constant)
         else:
             dagger = ops.switch(self._mode - INITIAL, [initial, snapshot])
+        dagger = _rows.scatter_rows(dagger, rows, y)
         return ops.stop_gradient(ops.reshape(dagger, (-1, 1)))
 
     def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
@@ -358,7 +357,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         y_pred = with_checks(y_pred, checks)
         y = ops.cast(ops.convert_to_tensor(y), "float32")
         if loss.uses_dagger and y.shape[-1] == 3:
-            y = ops.concatenate([y, self._dagger(x, y_pred)], axis=1)
+            y = ops.concatenate([y, self._dagger(x, y, y_pred)], axis=1)
         terms = loss.terms(y, y_pred, sample_weight)
         self.risk_tracker.update_state(terms)
         total = terms.loss

@@ -15,8 +15,8 @@ def test_every_variant_runs_and_is_reported(throughput, tmp_path):
     spe = 2
     out = tmp_path / "t.md"
     throughput.main(["--steps", "4", "--repeats", "5", "--warmup", "1", "--rows", "3000",
-                     "--dim", "4", "--batch-size", "64", "--steps-per-execution", str(spe),
-                     "--out", str(out)])
+                     "--width", "8", "--dim", "4", "--batch-size", "64",
+                     "--steps-per-execution", str(spe), "--out", str(out)])
     text = out.read_text()
     for name in throughput.VARIANTS:
         assert f"| `{name}`: {throughput.DESCRIPTIONS[name]} |" in text
@@ -28,3 +28,21 @@ def test_every_variant_runs_and_is_reported(throughput, tmp_path):
 def test_variants_must_be_known(throughput):
     with pytest.raises(SystemExit):
         throughput.parse_args(["--variants", "bce,nope"])
+
+
+def test_threads_and_width_are_parsed(throughput):
+    args = throughput.parse_args(["--threads", "1", "--width", "8"])
+    assert (args.threads, args.width) == (1, 8)
+    with pytest.raises(SystemExit):
+        throughput.parse_args(["--threads", "-1"])
+
+
+@pytest.mark.slow
+def test_rows_benchmark_runs_and_is_reported(load_benchmark, tmp_path):
+    rows = load_benchmark("throughput_rows")
+    out = tmp_path / "r.md"
+    rows.main(["--batch-sizes", "32", "--widths", "8", "--rows", "2000", "--dim", "4",
+               "--rounds", "2", "--calls", "3", "--out", str(out)])
+    text = out.read_text()
+    assert "| width W | batch | selected share |" in text
+    assert text.count("\n| 8 | 32 |") == 1
