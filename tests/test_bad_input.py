@@ -982,6 +982,9 @@ TFRECORD_CASES = [
      (ValueError, r"u.tfrecord' is an uncompressed TFRecord file.*pass compression_type=None")),
     ("not a TFRecord file", _r_read(lambda t: _s_dir(str(t), "n.tfrecord") + "/n.tfrecord"),
      (ValueError, r"n.tfrecord' is not a TFRecord file")),
+    ("a directory", _r_read(lambda t: _s_dir(str(t / "logs"))),
+     (ValueError, r"`files`: '.*logs' is a directory; give the files in it, e\.g\. "
+                  r"'.*logs/\*\.tfrecord'")),
     ("an unknown compression_type", _r_read(lambda t: _r_write(t / "u.tfrecord"),
                                             compression_type="snappy"),
      (ValueError, r"`compression_type` must be None, 'GZIP' or 'ZLIB', got 'snappy'")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,8 @@ def _tfrecord_files(files: Any) -> list[str]:
     return found
 
 
-#: Uncompressed local files up to this size get every record header checked up front.
+#: Uncompressed local files get their record lengths followed up front, up to this many
+#: bytes in all (about a second per million records); the rest get their first header checked.
 _WALK_BYTES = 256 << 20
 _CRC_TABLE = []
 for _n in range(256):
@@ -70,27 +72,31 @@ def _kind(head: bytes) -> str:
 
 
 def _truncation(path: str, size: int) -> str | None:
-    """Walk the record headers of an uncompressed local file; say where it breaks, if it does."""
-    with open(path, "rb") as f:
-        pos, record = 0, 0
-        while pos < size:
-            f.seek(pos)
-            head = f.read(12)
-            if len(head) < 12:
-                return f"it ends inside the header of record {record} (byte {pos})"
-            if struct.unpack("<I", head[8:12])[0] != _masked_crc32c(head[:8]):
-                return f"the header of record {record} (byte {pos}) fails its checksum"
-            pos += 16 + struct.unpack("<Q", head[:8])[0]
+    """Follow the record lengths of an uncompressed local file; say where it breaks, if it does.
+
+    Each record is ``length (8 bytes) | crc (4) | data (length) | crc (4)``, so
+    the lengths must chain to the end of the file exactly (a memory map: no
+    read of the data, about a second per million records).
+    """
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        pos, record, unpack = 0, 0, struct.unpack_from
+        while pos + 12 <= size:
+            pos += 16 + unpack("<Q", buf, pos)[0]
             record += 1
-        if pos > size:
-            return f"it ends inside record {record - 1} ({pos - size} bytes missing)"
-    return None
+    if pos == size:
+        return None
+    if pos < size:
+        return f"it ends inside the header of record {record} (byte {pos})"
+    return f"it ends inside record {record - 1} ({pos - size} bytes missing)"
 
 
 def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
     """Refuse files that cannot be read as ``compression``, naming the file and the fix."""
-    empty = []
+    empty, budget = [], _WALK_BYTES
     for path in paths:
+        if tf.io.gfile.isdir(path):
+            raise ValueError(f"`files`: {path!r} is a directory; give the files in it, e.g. "
+                             f"{os.path.join(path, '*.tfrecord')!r}.")
         size = tf.io.gfile.stat(path).length
         if size == 0:
             empty.append(path)
@@ -107,7 +113,8 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
                 "pass compression_type=None" if kind == "" else
                 "check that it is a TFRecord file of tf.Example, or remove it from `files`")
             raise ValueError(f"`files`: {path!r} is {found}, but {said}; {fix}.")
-        if not compression and size <= _WALK_BYTES and os.path.isfile(path):
+        if not compression and size <= budget and os.path.isfile(path):
+            budget -= size
             broken = _truncation(path, size)
             if broken:
                 raise ValueError(f"`files`: {path!r} is truncated or corrupt: {broken}. "
@@ -166,8 +173,9 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         ValueError: a label key missing from ``features``, no feature left
             besides the labels, too few files for the input pipelines, bad sizes,
             an unknown ``compression_type``; a file (named) whose first bytes
-            do not match ``compression_type``, an uncompressed file (up to 256
-            MiB, local) that is truncated or corrupt, or only empty files.
+            do not match ``compression_type``, an uncompressed local file that
+            is truncated or corrupt (checked for the first 256 MiB of files in
+            all), a directory, or only empty files.
 
     Example:
         >>> import tempfile, os
