@@ -41,6 +41,7 @@ from keras import ops
 
 from adpue_tf._guards import probability_to_logit
 from adpue_tf._numpy import sigmoid
+from adpue_tf.data.rows import Rows, as_rows, layout
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = ["fit_exposure_model", "fit_logistic", "fit_ratio_model", "RatioModel"]
@@ -63,8 +64,8 @@ def _check_nonneg(name: str, value: Any, *, below_one: bool = False) -> float:
 def _features(name: str, x: Any) -> np.ndarray:
     """Features as a float64 ``(n, ...)`` array; clear errors otherwise."""
     if isinstance(x, dict) or x is None:
-        raise TypeError(f"`{name}` must be an array of features (n, ...), got "
-                        f"{type(x).__name__}.")
+        raise TypeError(f"`{name}` must be an array of features (n, ...), a dict of arrays "
+                        f"or a Dataset of rows, got {type(x).__name__}.")
     arr = check_finite(name, x)
     if arr.ndim < 2:
         raise ValueError(f"`{name}` must have shape (n, n_features, ...), got shape "
@@ -150,16 +151,53 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 1e-4, max_iter: int = 100,
     return beta[:-1], float(beta[-1])
 
 
-def _logistic_model(shape: tuple[int, ...], weights: np.ndarray, bias: float,
-                    name: str) -> keras.Model:
-    layers: list[Any] = [keras.Input(shape)]
-    if len(shape) > 1:
-        layers.append(keras.layers.Flatten())
-    layers.append(keras.layers.Dense(1, activation="sigmoid"))
-    model = keras.Sequential(layers, name=name)
-    model.layers[-1].set_weights([weights.reshape(-1, 1).astype("float32"),
-                                  np.array([bias], "float32")])
+def _design(name: str, x: Any) -> np.ndarray:
+    """The features of ``x`` (an array or a dict of arrays) as one float64 matrix ``(n, d)``.
+
+    A dict's numeric leaves are flattened and concatenated in key order.
+    """
+    if not isinstance(x, dict):
+        return np.asarray(x, np.float64).reshape(len(x), -1)
+    parts = []
+    for key in sorted(x):
+        leaf = np.asarray(x[key])
+        if leaf.dtype.kind not in "fiub":
+            raise TypeError(
+                f"`{name}[{key!r}]` holds {leaf.dtype} values; a logistic regression needs "
+                "numbers. Train a Keras classifier of the labels on these features instead "
+                "(adp.fit_pue does, with your network) and pass it as `exposure_model`.")
+        parts.append(leaf.astype(np.float64).reshape(len(leaf), -1))
+    return np.concatenate(parts, axis=1)
+
+
+def _logistic_model(x: Any, weights: np.ndarray, bias: float, name: str) -> keras.Model:
+    """``σ(x·a + b)`` as a Keras model taking features shaped like ``x`` (array or dict)."""
+    dense = keras.layers.Dense(1, activation="sigmoid")
+    if isinstance(x, dict):
+        inputs = {k: keras.Input(tuple(x[k].shape[1:]), dtype=str(x[k].dtype), name=k)
+                  for k in sorted(x)}
+        flat = [keras.layers.Flatten()(keras.ops.cast(inputs[k], "float32"))
+                if len(x[k].shape) > 2 or x[k].dtype != np.float32
+                else inputs[k] for k in sorted(x)]
+        joined = flat[0] if len(flat) == 1 else keras.layers.Concatenate()(flat)
+        model = keras.Model(inputs, dense(joined), name=name)
+    else:
+        shape = tuple(x.shape[1:])
+        layers: list[Any] = [keras.Input(shape)]
+        if len(shape) > 1:
+            layers.append(keras.layers.Flatten())
+        layers.append(dense)
+        model = keras.Sequential(layers, name=name)
+    dense.set_weights([weights.reshape(-1, 1).astype("float32"), np.array([bias], "float32")])
     return model
+
+
+def _rows(name: str, x: Any, label_name: str, label: Any) -> Rows:
+    """``as_rows`` with this module's messages for arrays (as before) and dicts/Datasets."""
+    if not isinstance(x, dict) and not hasattr(x, "element_spec"):
+        arr = _features(name, x)
+        return Rows(arr.astype(np.float32), _labels(label_name, label, len(arr), name))
+    return as_rows(name, x, label_name, label)
 
 
 def fit_exposure_model(x_e: Any, e: Any, *, l2: float = 1e-4,
@@ -194,13 +232,12 @@ def fit_exposure_model(x_e: Any, e: Any, *, l2: float = 1e-4,
         >>> [round(float(v), 1) for v in m.layers[-1].get_weights()[0].ravel()]  # truth (-1.5, 2)
         [-1.6, 2.0]
     """
-    x = _features("x_e", x_e)
-    e_arr = _labels("e", e, len(x), "x_e")
-    if e_arr.min() == e_arr.max():
-        raise ValueError(f"`e` holds only the value {int(e_arr[0])}; θ̂ needs exposed and "
+    rows = _rows("x_e", x_e, "e", e)
+    if rows.y.min() == rows.y.max():
+        raise ValueError(f"`e` holds only the value {int(rows.y[0])}; θ̂ needs exposed and "
                          "unexposed rows.")
-    weights, bias = fit_logistic(x, e_arr, l2=l2)
-    return _logistic_model(x.shape[1:], weights, bias, name)
+    weights, bias = fit_logistic(_design("x_e", rows.x), rows.y, l2=l2)
+    return _logistic_model(rows.x, weights, bias, name)
 
 
 @_register
@@ -324,21 +361,21 @@ def fit_ratio_model(x_pu: Any, w: Any, x_e: Any, e: Any, *, l2: float = 1e-4,
         >>> bool(np.mean(np.abs(p - s.p_y_pu)) < 0.15)
         True
     """
-    x = _features("x_pu", x_pu)
-    w_arr = _labels("w", w, len(x), "x_pu")
-    if w_arr.min() == w_arr.max():
-        raise ValueError(f"`w` holds only the value {int(w_arr[0])}; q̂ needs observed "
+    pu = _rows("x_pu", x_pu, "w", w)
+    if pu.y.min() == pu.y.max():
+        raise ValueError(f"`w` holds only the value {int(pu.y[0])}; q̂ needs observed "
                          "positives and zeros.")
     if exposure_model is None:
-        theta = fit_exposure_model(x_e, e, l2=l2)
-        if theta.input_shape[1:] != x.shape[1:]:
-            raise ValueError(f"`x_e` has feature shape {theta.input_shape[1:]} but `x_pu` "
-                             f"has {x.shape[1:]}.")
+        ex = _rows("x_e", x_e, "e", e)
+        if layout(ex.x) != layout(pu.x):
+            raise ValueError(f"`x_e` has features {layout(ex.x)} but `x_pu` has "
+                             f"{layout(pu.x)}.")
+        theta = fit_exposure_model(ex.x, ex.y, l2=l2)
     elif isinstance(exposure_model, keras.Model):
         theta = exposure_model
     else:
         raise TypeError("`exposure_model` must be a keras.Model with probability output, "
                         f"got {type(exposure_model).__name__}.")
-    weights, bias = fit_logistic(x, w_arr, l2=l2)
-    q = _logistic_model(x.shape[1:], weights, bias, "q_model")
+    weights, bias = fit_logistic(_design("x_pu", pu.x), pu.y, l2=l2)
+    q = _logistic_model(pu.x, weights, bias, "q_model")
     return RatioModel(q, theta, theta_floor=theta_floor, logits=logits, name=name)

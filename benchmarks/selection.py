@@ -8,7 +8,9 @@ part), two observable held-out scores with the truth:
 * ``brier``: the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``
   (fit_pue's rule; no exposure model);
 * ``nll``: the NLL of ``W`` under ``σ(z)·θ̂`` (``θ̂`` the same network trained on
-  the E rows): leans on ``θ̂``.
+  the E rows): leans on ``θ̂``;
+* ``hybrid1``/``hybrid2``: the Brier score, with the candidates within 1 (fit_pue's
+  default ``tolerance``) or 2 standard errors of the best decided by the NLL.
 
 Truth: the mean absolute error of each candidate to ``p`` on 20,000 fresh rows.
 For each score: the regret of its choice (MAE of the chosen candidate minus the
@@ -73,15 +75,33 @@ def run_one(exposure: str, net: str, seed: int, rows: int, dim: int, epochs: int
     names = sorted(mae)
     truth = np.array([mae[n] for n in names])
     out = {"exposure": exposure, "net": net, "seed": seed, "seconds": seconds, "mae": mae,
-           "brier": fit.scores, "nll": fit.exposure_nll, "theta": fit.theta_calibration}
+           "brier": fit.scores, "nll": fit.exposure_nll, "gap_se": fit.brier_gap_se,
+           "theta": fit.theta_calibration, "fit_pue_choice": fit.choice}
     for score in ("brier", "nll"):
         values = np.array([out[score][n] for n in names])
-        chosen = names[int(np.argmin(values))]
-        out[f"{score}_choice"] = chosen
-        out[f"{score}_regret"] = mae[chosen] - float(truth.min())
         out[f"{score}_spearman"] = spearman(values, truth)
+    for rule in RULES:
+        chosen = choose(out, rule)
+        out[f"{rule}_choice"] = chosen
+        out[f"{rule}_regret"] = mae[chosen] - float(truth.min())
     out["best"] = names[int(np.argmin(truth))]
     return out
+
+
+#: The selection rules compared: the Brier score alone, the NLL under θ̂ alone, and
+#: the Brier score with ties (within k standard errors) broken by the NLL.
+RULES = ("brier", "nll", "hybrid1", "hybrid2")
+
+
+def choose(r: dict, rule: str) -> str:
+    """The candidate ``rule`` picks from the held-out scores of one run."""
+    names = sorted(r["brier"])
+    if rule in ("brier", "nll"):
+        return min(names, key=lambda n: r[rule][n])
+    k = float(rule[len("hybrid"):])
+    best = min(r["brier"].values())
+    close = [n for n in names if r["brier"][n] - best <= k * r["gap_se"][n]]
+    return min(close, key=lambda n: r["nll"][n])
 
 
 def _mean(v: list[float]) -> str:
@@ -101,20 +121,20 @@ def report(results: list[dict], argv: list[str]) -> str:
              "candidate's MAE. ρ: Spearman correlation of the score with the true MAE over "
              "the candidates.", "",
              "## Per setting (mean over seeds)", "",
-             "| exposure | net | seeds | best MAE | Brier regret | NLL(θ̂) regret | Brier ρ "
-             "| NLL(θ̂) ρ | Brier picks | NLL(θ̂) picks | θ̂ calibration error |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+             "| exposure | net | seeds | best MAE | regret: Brier | NLL(θ̂) | Brier, ties "
+             "within 1 SE by NLL (fit_pue) | within 2 SE | Brier ρ | NLL(θ̂) ρ | fit_pue picks "
+             "| θ̂ calibration error |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     keys = sorted({(r["exposure"], r["net"]) for r in results})
     for exposure, net in keys:
         rs = [r for r in results if (r["exposure"], r["net"]) == (exposure, net)]
         best = [min(r["mae"].values()) for r in rs]
         lines.append(
             f"| {exposure} | {net} | {len(rs)} | {_mean(best)} | "
-            f"{_mean([r['brier_regret'] for r in rs])} | {_mean([r['nll_regret'] for r in rs])} | "
+            + " | ".join(_mean([r[f"{rule}_regret"] for r in rs]) for rule in RULES) + " | "
             f"{np.mean([r['brier_spearman'] for r in rs]):.2f} | "
             f"{np.mean([r['nll_spearman'] for r in rs]):.2f} | "
-            f"{', '.join(r['brier_choice'] for r in rs)} | "
-            f"{', '.join(r['nll_choice'] for r in rs)} | "
+            f"{', '.join(r['fit_pue_choice'] for r in rs)} | "
             f"{np.mean([r['theta']['calibration_error'] for r in rs]):.3f} |")
     lines += ["", "## MAE to the true p of every candidate (mean over seeds)", ""]
     names = sorted(results[0]["mae"])

@@ -1,4 +1,4 @@
-"""The rows :func:`adpue_tf.fit_pue` trains on: features (an array or a dict) and 0/1 labels in memory.
+"""Rows in memory: features (an array or a dict of arrays) and 0/1 labels, from any input form.
 
 Arrays, dicts of arrays and ``tf.data.Dataset``s of unbatched ``(features,
 label)`` rows (what :func:`adpue_tf.data.read_tfrecords` yields) all become
@@ -23,7 +23,7 @@ import tensorflow as tf
 from adpue_tf._streams import _leaf_array, _map_leaves
 from adpue_tf.labels import check_binary
 
-__all__ = ["Rows", "as_rows", "split_indices"]
+__all__ = ["Rows", "as_rows", "layout", "split_indices"]
 
 #: Rows per batch when a Dataset is read into memory.
 _READ_BATCH = 65_536
@@ -48,6 +48,18 @@ def _take(x: Any, index: np.ndarray) -> Any:
     if isinstance(x, Mapping):
         return {k: _take(v, index) for k, v in x.items()}
     return x[index]
+
+
+def layout(x: Any) -> Any:
+    """The feature layout of ``x``: a row's shape, or a dict of them by key.
+
+    Example:
+        >>> layout({"b": np.zeros((3, 2)), "a": np.zeros((3,))})
+        {'a': (), 'b': (2,)}
+    """
+    if isinstance(x, Mapping):
+        return {k: layout(v) for k, v in sorted(x.items())}
+    return tuple(np.shape(x)[1:])
 
 
 def _n_rows(name: str, x: Any) -> int:

@@ -37,18 +37,20 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from adpue_tf import losses
+from adpue_tf._guards import DIVERGED
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
+from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
-from adpue_tf.recommend.rows import Rows
-from adpue_tf.recommend.train import HeldOutScore, brier_score, logits, pu_batches, steps_per_epoch
-from adpue_tf.validation import exposure_nll
+from adpue_tf.recommend.train import HeldOutScore, logits, pu_batches, steps_per_epoch
+from adpue_tf.validation import exposure_brier_score, exposure_nll
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Settings", "Stage"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Failed", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
@@ -73,6 +75,10 @@ class Settings:
     rounds: int
     seed: int
     optimizer: Callable[[], Any]
+
+
+class Failed(Exception):
+    """A candidate could not be trained (its net diverged before any usable epoch)."""
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -106,6 +112,8 @@ class Stage:
         self.models: dict[str, keras.Model] = {}
         self.best_epoch: dict[str, int] = {}
         self.scores: dict[str, float] = {}
+        #: name -> why it failed (a diverged net, or a part that did)
+        self.failed: dict[str, str] = {}
         self.parts: dict[str, tuple[str, ...]] = {**_COMPOSITE, **(parts or {})}
         #: name -> (the nets it reads, head: their logits -> its logit)
         self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
@@ -114,13 +122,42 @@ class Stage:
 
     # -- the public side ------------------------------------------------------------
     def get(self, name: str) -> keras.Model:
-        """The trained model of ``name`` (a candidate or ``"theta"``), training it if needed."""
+        """The trained model of ``name`` (a candidate or ``"theta"``), training it if needed.
+
+        Raises:
+            Failed: if it (or a part it needs) diverged before any usable epoch.
+        """
+        if name in self.failed:
+            raise Failed(self.failed[name])
         if name not in self.models:
             self.progress(name)
-            getattr(self, f"_train_{name}")()
+            try:
+                getattr(self, f"_train_{name}")()
+            except Failed as err:
+                self.failed[name] = str(err)
+                raise
             if self.held_out is not None and name != "theta":
                 self.scores[name] = self._brier(name)
         return self.models[name]
+
+    def try_get(self, name: str) -> keras.Model | None:
+        """:meth:`get`, or None when the candidate failed (recorded in :attr:`failed`)."""
+        try:
+            return self.get(name)
+        except Failed:
+            return None
+
+    def paired_se(self, name: str, other: str) -> float:
+        """Standard error of the held-out Brier score of ``name`` minus that of ``other``.
+
+        The difference is a mean over E rows of ``E·(f_a² - f_b²)`` minus twice a
+        mean over PU rows of ``W·(f_a - f_b)``; the two samples are independent.
+        """
+        pu, e = self._require_held_out()
+        (a_pu, a_e), (b_pu, b_e) = self._held(name), self._held(other)
+        d_e = e.y * (_sigmoid(a_e) ** 2 - _sigmoid(b_e) ** 2)
+        d_pu = 2.0 * pu.y * (_sigmoid(a_pu) - _sigmoid(b_pu))
+        return float(np.sqrt(np.var(d_e) / len(d_e) + np.var(d_pu) / len(d_pu)))
 
     def exposure_nll(self, name: str) -> float:
         """Mean NLL of held-out ``W`` under ``σ(z)·θ̂`` (for comparison; leans on ``θ̂``)."""
@@ -160,7 +197,7 @@ class Stage:
     def _brier(self, name: str) -> float:
         pu, e = self._require_held_out()
         z_pu, z_e = self._held(name)
-        return brier_score(_sigmoid(z_pu), pu.y, _sigmoid(z_e), e.y)
+        return exposure_brier_score(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
 
     def _net(self, name: str) -> keras.Model:
         keras.utils.set_random_seed(self._seed(name))
@@ -184,8 +221,18 @@ class Stage:
             watch = HeldOutScore(net, monitor or self._brier_of(net))
             callbacks = (*callbacks, watch)
         if epochs > 0:
-            model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
-                      callbacks=list(callbacks))
+            try:
+                model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0,
+                          shuffle=False, callbacks=list(callbacks))
+            except tf.errors.InvalidArgumentError as err:
+                if DIVERGED not in str(err):
+                    raise
+                # The guard stopped the step before a bad update; keep the best epoch
+                # before it, if there was one.
+                if watch is None or watch.best_epoch == 0:
+                    raise Failed(f"{name} diverged in epoch {len(watch.history) + 1 if watch else '?'}"
+                                 f" (outputs {DIVERGED})") from None
+                watch.on_train_end()
         self.best_epoch[name] = watch.best_epoch if watch else epochs
         self.models[name] = net
         self.heads[name] = ((name,), lambda z: z[name])
@@ -203,8 +250,8 @@ class Stage:
 
     def _brier_of(self, net: keras.Model) -> Callable[[keras.Model], float]:
         pu, e = self._require_held_out()
-        return lambda m: brier_score(_sigmoid(logits(m, pu.x)), pu.y, _sigmoid(logits(m, e.x)),
-                                     e.y)
+        return lambda m: exposure_brier_score(pu.y, _sigmoid(logits(m, pu.x)), e.y,
+                                              _sigmoid(logits(m, e.x)))
 
     def _pue_data(self, name: str, rows: int) -> Any:
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
@@ -293,7 +340,8 @@ class Stage:
     def _train_average(self) -> None:
         pair = self.parts.get("average")
         if pair is None:
-            ranked = sorted((s, n) for n, s in self.scores.items() if n != "average")
+            ranked = sorted((s, n) for n, s in self.scores.items()
+                            if n != "average" and math.isfinite(s))
             if len(ranked) < 2:
                 raise ValueError("The `average` candidate needs two other candidates.")
             pair = (ranked[0][1], ranked[1][1])

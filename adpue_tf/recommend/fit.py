@@ -21,8 +21,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, Settings, Stage
-from adpue_tf.recommend.rows import Rows, as_rows, split_indices
 
 __all__ = ["PUEFit", "fit_pue"]
 
@@ -46,6 +46,11 @@ class PUEFit:
         seconds: ``{"select": s, "refit": s}`` of wall time.
         candidates: ``{candidate: model}``, each trained on the training part
             only (to compare or inspect; ``model`` is the refitted choice).
+        brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
+            the best one (paired over the held-out rows).
+        failed: ``{candidate: why}`` for candidates whose net diverged before
+            any usable epoch (left out of the choice), and a refit that
+            diverged (then ``model`` is the one trained on the training part).
     """
 
     model: keras.Model
@@ -58,6 +63,8 @@ class PUEFit:
     rows: dict[str, int]
     seconds: dict[str, float]
     candidates: dict[str, keras.Model] = dataclasses.field(default_factory=dict, repr=False)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.
@@ -66,18 +73,23 @@ class PUEFit:
             >>> print(_example_fit().report().splitlines()[0])
             fit_pue: chose bce_w (held-out exposure Brier score -0.1000; lower is better)
         """
-        best = self.scores[self.choice]
-        lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score {best:.4f}; "
-                 "lower is better)", "",
-                 "| candidate | Brier (chooses) | vs best | W NLL under θ̂ | epochs |",
+        best = min(self.scores.values())
+        lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score "
+                 f"{self.scores[self.choice]:.4f}; lower is better)", "",
+                 "| candidate | Brier | vs best (SE) | W NLL under θ̂ | epochs |",
                  "|---|---:|---:|---:|---:|"]
         for name, score in sorted(self.scores.items(), key=lambda kv: kv[1]):
             made = self.parts.get(name)
             epochs = "+".join(self.parts[name]) if made else str(self.epochs.get(name, ""))
+            se = self.brier_gap_se.get(name, float("nan"))
             lines.append(f"| {name}{' ←' if name == self.choice else ''} | {score:.4f} | "
-                         f"{score - best:+.4f} | {self.exposure_nll.get(name, float('nan')):.4f} "
-                         f"| {epochs} |")
-        cal = self.theta_calibration
+                         f"{score - best:+.4f} ({se:.4f}) | "
+                         f"{self.exposure_nll.get(name, float('nan')):.4f} | {epochs} |")
+        for name, why in self.failed.items():
+            lines.append(f"| {name} | failed: {why} | | | |")
+        cal = self.theta_calibration or {"log_loss": float("nan"),
+                                         "log_loss_constant": float("nan"),
+                                         "calibration_error": float("nan")}
         lines += ["", f"θ̂ on held-out E rows: log-loss {cal['log_loss']:.4f} (constant rate "
                       f"{cal['log_loss_constant']:.4f}), calibration error "
                       f"{cal['calibration_error']:.4f}.",
@@ -132,11 +144,6 @@ def _check_net(build_net: Callable[[], keras.Model]) -> None:
 
 
 def _check_same_features(pu: Rows, e: Rows) -> None:
-    def layout(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: layout(v) for k, v in sorted(x.items())}
-        return tuple(x.shape[1:])
-
     if layout(pu.x) != layout(e.x):
         raise ValueError(f"`x_pu` and `x_e` must have the same features; got {layout(pu.x)} "
                          f"and {layout(e.x)}.")
@@ -200,7 +207,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
-            min_steps: int = 500, rounds: int = 10, refit: bool = True) -> PUEFit:
+            min_steps: int = 500, rounds: int = 10, refit: bool = True,
+            tolerance: float = 1.0) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, refit the choice on all rows.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
@@ -235,6 +243,10 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             ``epochs // rounds`` epochs) for ``adpue_rounds`` and ``adpue_ratio``.
         refit: refit the choice on all rows (False: keep the model trained on
             the training part).
+        tolerance: candidates whose held-out Brier score is within this many
+            standard errors (of the paired difference) of the best are
+            indistinguishable by it; among them the held-out likelihood of
+            ``W`` under ``σ(z)·θ̂`` chooses. 0: the Brier score alone.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
@@ -258,6 +270,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             or not 0.0 < float(validation_split) <= 0.5:
         raise ValueError(f"`validation_split` must be a number in (0, 0.5], got "
                          f"{validation_split!r}.")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) \
+            or not 0.0 <= float(tolerance) < np.inf:
+        raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     if not isinstance(refit, bool):
         raise TypeError(f"`refit` must be a bool, got {refit!r}.")
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real) \
@@ -283,23 +298,39 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     select = Stage(build_net, pu.take(pu_tr), ex.take(e_tr), settings,
                    held_out=(pu.take(pu_ho), ex.take(e_ho)), progress=show)
     for name in names:
-        select.get(name)
-    choice = min(names, key=lambda n: (select.scores[n], names.index(n)))
-    nll = {n: select.exposure_nll(n) for n in names}
+        select.try_get(name)
+    trained = [n for n in names if n not in select.failed]
+    if not trained:
+        raise ValueError("Every candidate diverged: " + "; ".join(select.failed.values())
+                         + ". Lower `learning_rate`.")
+    best = min(trained, key=lambda n: (select.scores[n], names.index(n)))
+    theta_ok = select.try_get("theta") is not None
+    nll = {n: select.exposure_nll(n) for n in trained} if theta_ok else {}
+    gap_se = {n: select.paired_se(n, best) for n in trained}
+    # The Brier score decides; among the candidates it cannot tell from the best
+    # (within `tolerance` standard errors), the likelihood under θ̂ breaks the tie.
+    close = [n for n in trained
+             if select.scores[n] - select.scores[best] <= tolerance * gap_se[n]]
+    choice = min(close, key=lambda n: (nll[n], names.index(n))) if nll else best
     selected = time.perf_counter()
+    model = select.get(choice)
     if refit:
         final = Stage(build_net, pu, ex, settings, epochs=select.best_epoch,
                       parts=select.parts, progress=show)
-        model = final.get(choice)
+        refitted = final.try_get(choice)
+        if refitted is None:  # diverged on all rows: keep the model of the training part
+            failed = {**select.failed, choice: f"refit on all rows: {final.failed[choice]}"}
+        else:
+            model, failed = refitted, dict(select.failed)
     else:
-        model = select.get(choice)
+        failed = dict(select.failed)
     if verbose and sys.stderr.isatty():
         sys.stderr.write("\n")
     return PUEFit(
-        model=model, choice=choice, scores={n: select.scores[n] for n in names},
-        exposure_nll=nll, epochs=dict(select.best_epoch),
-        theta_calibration=select.theta_calibration(),
-        parts={n: select.parts[n] for n in names if n in select.parts},
+        model=model, choice=choice, scores={n: select.scores[n] for n in trained},
+        exposure_nll=nll, epochs=dict(select.best_epoch), brier_gap_se=gap_se,
+        theta_calibration=select.theta_calibration() if theta_ok else {},
+        parts={n: select.parts[n] for n in trained if n in select.parts},
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pu_ho), "e_held_out": len(e_ho)},
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
-        candidates={n: select.models[n] for n in names})
+        candidates={n: select.models[n] for n in trained}, failed=failed)

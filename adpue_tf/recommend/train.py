@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["HeldOutScore", "logits", "pu_batches", "steps_per_epoch", "brier_score"]
+__all__ = ["HeldOutScore", "logits", "pu_batches", "steps_per_epoch"]
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192
@@ -38,20 +38,6 @@ def logits(model: keras.Model, x: Any) -> np.ndarray:
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
         parts.append(np.reshape(keras.ops.convert_to_numpy(model(rows, training=False)), (-1,)))
     return np.concatenate(parts).astype(np.float64)
-
-
-def brier_score(p_pu: np.ndarray, w: np.ndarray, p_e: np.ndarray, e: np.ndarray) -> float:
-    """The exposure-weighted Brier score ``mean(E·p_e²) - 2·mean(W·p_pu)``; lower is better.
-
-    Its expectation is ``E_x[θ·(f - p)²]`` minus a constant (see
-    :func:`adpue_tf.risks.exposure_brier`): proper for ``p(y=1|x)``, no ``θ̂``.
-
-    Example:
-        >>> brier_score(np.array([0.5, 0.5]), np.array([1.0, 0.0]),
-        ...             np.array([0.5, 0.5]), np.array([1.0, 0.0]))
-        -0.375
-    """
-    return float(np.mean(e * p_e ** 2) - 2.0 * np.mean(w * p_pu))
 
 
 def steps_per_epoch(rows: int, batch_size: int, epochs: int, min_steps: int) -> int:

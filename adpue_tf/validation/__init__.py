@@ -55,12 +55,18 @@ from adpue_tf.validation.layout import (
     pue_validation_data,
 )
 from adpue_tf.validation.metrics import ExposureLikelihood, ReferenceRisk
-from adpue_tf.validation.scores import CRITERIA, exposure_nll, validation_score
+from adpue_tf.validation.scores import (
+    CRITERIA,
+    exposure_brier_score,
+    exposure_nll,
+    validation_score,
+)
 
 __all__ = [
     "CRITERIA",
     "ExposureLikelihood",
     "ReferenceRisk",
+    "exposure_brier_score",
     "exposure_nll",
     "fpue_validation_data",
     "pe_validation_data",

@@ -39,6 +39,16 @@ def _split(shape: tuple[int, ...]) -> Callable[[Any, Any], tuple[Any, Any]]:
     return split
 
 
+#: The key that carries the yardstick column through a dict of features.
+_COLUMN = "__yardstick__"
+
+
+def _split_dict(x: Any, y: Any) -> tuple[Any, Any]:
+    x = dict(x)
+    column = tf.reshape(tf.cast(x.pop(_COLUMN), tf.float32), (-1, 1))
+    return x, tf.concat([y, column], axis=1)
+
+
 def _fitted_theta(exposure_model: Any, x_e: np.ndarray, e: np.ndarray) -> Yardstick:
     _check_yardstick("exposure_model", exposure_model)
     return exposure_model if exposure_model is not None else fit_exposure_model(x_e, e)
@@ -57,9 +67,11 @@ def pue_validation_data(x_pu: Any, w: Any, x_e: Any, e: Any, *,
     of ``adp.metrics.risk_metrics``) is the reference risk.
 
     Args:
-        x_pu: held-out PU features ``(n_pu, ...)`` (arrays; no feature dicts).
+        x_pu: held-out PU features: an array ``(n_pu, ...)``, a dict of arrays,
+            or a Dataset of ``(features, w)`` rows (then ``w=None``).
         w: their ``W`` in {0, 1}.
-        x_e: held-out exposure-log features, same feature shape.
+        x_e: held-out exposure-log features, the same layout (or a Dataset of
+            ``(features, e)`` rows, ``e=None``).
         e: their ``E`` in {0, 1}.
         exposure_model: ``θ̂`` (probabilities); None: fitted on ``(x_e, e)``.
         reference: ``f_ref`` (probabilities); None: the Ratio estimate fitted on
@@ -87,6 +99,11 @@ def pue_validation_data(x_pu: Any, w: Any, x_e: Any, e: Any, *,
         reference = fit_ratio_model(x_pu, w, x_e, e, exposure_model=_ratio_exposure(theta))
     col_pu = _probabilities("exposure_model", theta, x_pu, batch_size)
     col_e = _probabilities("reference", reference, x_e, batch_size)
+    if isinstance(x_pu, dict):
+        ds = data_lib.pue_dataset({**x_pu, _COLUMN: col_pu.astype("float32")}, w,
+                                  {**x_e, _COLUMN: col_e.astype("float32")}, e,
+                                  batch_size=batch_size, shuffle=False)
+        return ds.map(_split_dict)
     ds = data_lib.pue_dataset(_augmented(x_pu, col_pu), w, _augmented(x_e, col_e), e,
                               batch_size=batch_size, shuffle=False)
     return ds.map(_split(x_pu.shape[1:]))

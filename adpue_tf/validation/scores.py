@@ -22,14 +22,15 @@ from keras import ops
 from adpue_tf import labels, risks
 from adpue_tf._checks import check_int
 from adpue_tf._guards import to_logits
-from adpue_tf.exposure import RatioModel, _features, _labels, fit_exposure_model, fit_ratio_model
+from adpue_tf.data.rows import layout
+from adpue_tf.exposure import RatioModel, _rows, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 
-__all__ = ["CRITERIA", "exposure_nll", "validation_score"]
+__all__ = ["CRITERIA", "exposure_brier_score", "exposure_nll", "validation_score"]
 
 #: The observable criteria of :func:`validation_score`.
-CRITERIA = ("exposure_likelihood", "reference_risk")
+CRITERIA = ("exposure_likelihood", "reference_risk", "exposure_brier")
 #: ``θ̂`` is clipped to ``[_EPS, 1 - _EPS]`` inside the likelihood.
 _EPS = 1e-7
 #: Slack on the ``[0, 1]`` range check of a yardstick's output.
@@ -71,6 +72,23 @@ def exposure_nll(w: Any, z: Any, theta: Any) -> Any:
     return -(w * log_s + (1.0 - w) * log_not_s)
 
 
+def exposure_brier_score(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
+    """The exposure Brier score ``mean(E·p_e²) - 2·mean(W·p_pu)``; lower is better.
+
+    ``p_pu``, ``p_e``: a model's probabilities on PU rows (with ``W``) and on
+    exposure-log rows (with ``E``) from the same feature distribution. Its
+    expectation is ``E_x[θ·(f - p)²] - E_x[θ·p²]``: proper for ``p(y=1|x)``
+    wherever ``θ > 0``, with no estimate of ``θ`` (see
+    :func:`adpue_tf.risks.exposure_brier`).
+
+    Example:
+        >>> exposure_brier_score([1.0, 0.0], [0.5, 0.5], [1.0, 0.0], [0.5, 0.5])
+        -0.375
+    """
+    w, p_pu, e, p_e = (np.asarray(v, np.float64) for v in (w, p_pu, e, p_e))
+    return float(np.mean(e * p_e ** 2) - 2.0 * np.mean(w * p_pu))
+
+
 # -- argument checks -------------------------------------------------------------------
 def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
@@ -96,7 +114,12 @@ def _check_yardstick(name: str, value: Any) -> None:
                         f"[0, 1], got {type(value).__name__}.")
 
 
-def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: np.ndarray,
+def _n(x: Any) -> int:
+    """The number of rows of features ``x`` (an array or a dict of arrays)."""
+    return len(next(iter(x.values()))) if isinstance(x, dict) else len(x)
+
+
+def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: Any,
              batch_size: int) -> np.ndarray:
     """``fn`` on ``x`` in batches, as a float64 ``(n,)`` vector; checked for shape and NaN.
 
@@ -104,20 +127,25 @@ def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: np.ndarray,
     function to trace per model, which dominates for the small models and
     held-out sets of a model search.
     """
-    def call(rows: np.ndarray) -> Any:
+    def call(rows: Any) -> Any:
         if isinstance(fn, keras.Model):
             return fn(rows, training=False)
         return fn(rows)
 
-    parts = [np.asarray(ops.convert_to_numpy(call(x[i:i + batch_size].astype("float32"))))
-             for i in range(0, len(x), batch_size)]
+    def rows(i: int) -> Any:
+        if isinstance(x, dict):
+            return {k: v[i:i + batch_size] for k, v in x.items()}
+        return x[i:i + batch_size].astype("float32")
+
+    n = _n(x)
+    parts = [np.asarray(ops.convert_to_numpy(call(rows(i)))) for i in range(0, n, batch_size)]
     out = np.concatenate([p.reshape(len(p), -1) if p.ndim else p.reshape(1, 1)
                           for p in parts])
     if out.ndim == 2 and out.shape[1] == 1:
         out = out[:, 0]
-    if out.shape != (len(x),):
+    if out.shape != (n,):
         raise ValueError(f"`{name}` must give one value per row (shape (n,) or (n, 1)); "
-                         f"got shape {out.shape} for {len(x)} rows.")
+                         f"got shape {out.shape} for {n} rows.")
     out = out.astype(np.float64)
     if not np.all(np.isfinite(out)):
         raise ValueError(f"`{name}` gave {int(np.sum(~np.isfinite(out)))} NaN or infinite "
@@ -138,17 +166,16 @@ def _probabilities(name: str, fn: Yardstick, x: np.ndarray, batch_size: int) -> 
 
 
 def _check_rows(x_pu: Any, w: Any, x_e: Any, e: Any,
-                need_e: bool) -> tuple[np.ndarray, np.ndarray, Any, Any]:
-    x_pu_arr = _features("x_pu", x_pu)
-    w_arr = _labels("w", w, len(x_pu_arr), "x_pu")
+                need_e: bool) -> tuple[Any, np.ndarray, Any, Any]:
+    """Features (arrays or dicts; a Dataset of rows is read) and their labels, checked."""
+    pu = _rows("x_pu", x_pu, "w", w)
     if not need_e and x_e is None and e is None:
-        return x_pu_arr, w_arr, None, None
-    x_e_arr = _features("x_e", x_e)
-    e_arr = _labels("e", e, len(x_e_arr), "x_e")
-    if x_e_arr.shape[1:] != x_pu_arr.shape[1:]:
-        raise ValueError(f"`x_e` has feature shape {x_e_arr.shape[1:]} but `x_pu` has "
-                         f"{x_pu_arr.shape[1:]}.")
-    return x_pu_arr, w_arr, x_e_arr, e_arr
+        return pu.x, pu.y, None, None
+    ex = _rows("x_e", x_e, "e", e)
+    if layout(ex.x) != layout(pu.x):
+        raise ValueError(f"`x_e` has feature shape {layout(ex.x)} but `x_pu` has "
+                         f"{layout(pu.x)}.")
+    return pu.x, pu.y, ex.x, ex.y
 
 
 def _check_criterion(criterion: Any, exposure_model: Any, reference: Any) -> str:
@@ -156,6 +183,9 @@ def _check_criterion(criterion: Any, exposure_model: Any, reference: Any) -> str
         raise ValueError(f"`criterion` must be one of {list(CRITERIA)}, got {criterion!r}.")
     _check_yardstick("exposure_model", exposure_model)
     _check_yardstick("reference", reference)
+    if criterion == "exposure_brier" and (reference is not None or exposure_model is not None):
+        raise ValueError("criterion='exposure_brier' needs no yardstick: drop `exposure_model` "
+                         "and `reference`.")
     if criterion == "exposure_likelihood" and reference is not None:
         raise ValueError("`reference` is used by criterion='reference_risk' only; drop it "
                          "or set criterion='reference_risk'.")
@@ -198,6 +228,10 @@ def validation_score(
       ``x_e`` (:func:`adpue_tf.exposure.fit_exposure_model`). **Proper when
       ``θ̂ = θ``** (the true exposure probability): then its minimiser is
       ``σ(z) = q/θ = p``. Rows with ``θ ≈ 0`` carry no information.
+    * ``criterion="exposure_brier"``: ``mean_E[E·f²] - 2·mean_PU[W·f]``
+      (:func:`exposure_brier_score`), whose expectation is ``E_x[θ·(f - p)²]``
+      plus a constant: proper for ``p(y=1|x)`` **with no yardstick at all**,
+      so a wrong ``θ̂`` cannot tilt it (what :func:`adpue_tf.fit_pue` chooses by).
     * ``criterion="reference_risk"``: the nnPUE risk
       (:func:`adpue_tf.risks.nnpue`, ``non_negative=True``, ``β = 0``, the
       paper's max) of ``model`` on the PU and E rows with ``f†`` fixed to
@@ -217,12 +251,13 @@ def validation_score(
     Args:
         model: the candidate: a ``keras.Model`` (a ``DebiasedModel`` scores its
             net) or a callable ``x -> output``; one output per row.
-        x_pu: held-out PU features ``(n_pu, ...)``.
+        x_pu: held-out PU features: an array ``(n_pu, ...)``, a dict of arrays,
+            or a Dataset of ``(features, w)`` rows (then ``w=None``).
         w: their observed positives ``W`` in {0, 1}.
         x_e: held-out exposure-log features ``(n_e, ...)``; may be None (with
             ``e``) for the exposure likelihood with ``exposure_model`` given.
         e: their exposures ``E`` in {0, 1}.
-        criterion: ``"exposure_likelihood"`` or ``"reference_risk"``.
+        criterion: ``"exposure_likelihood"``, ``"reference_risk"`` or ``"exposure_brier"``.
         exposure_model: a fitted ``θ̂`` giving probabilities in ``[0, 1]``.
         reference: the fixed ``f†`` for ``"reference_risk"``, values in ``[0, 1]``.
         from_logits: whether ``model`` outputs logits; None reads the
@@ -263,7 +298,7 @@ def validation_score(
                         f"{type(model).__name__}.")
     from_logits = _resolve_from_logits(model, from_logits)
     batch_size = check_int("batch_size", batch_size, 1)
-    need_e = criterion == "reference_risk" or exposure_model is None
+    need_e = criterion != "exposure_likelihood" or exposure_model is None
     if not need_e and (x_e is None) != (e is None):
         raise ValueError("Give both `x_e` and `e`, or neither (with `exposure_model`).")
     x_pu, w, x_e, e = _check_rows(x_pu, w, x_e, e, need_e)
@@ -276,6 +311,10 @@ def validation_score(
         nll = ops.convert_to_numpy(exposure_nll(w, z_pu, theta))
         return float(np.mean(nll.astype(np.float64)))
 
+    if criterion == "exposure_brier":
+        z_e = to_logits(_outputs("model", model, x_e, batch_size), from_logits)
+        return exposure_brier_score(w, ops.convert_to_numpy(ops.sigmoid(z_pu)), e,
+                                    ops.convert_to_numpy(ops.sigmoid(z_e)))
     if reference is None:
         reference = fit_ratio_model(x_pu, w, x_e, e,
                                     exposure_model=_ratio_exposure(exposure_model))

@@ -32,7 +32,11 @@ def test_result_fields_report_and_model(data):
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
                       candidates=["bce_w", "ratio", "brier"], **FAST)
     assert set(fit.scores) == {"bce_w", "ratio", "brier"}
-    assert fit.choice == min(fit.scores, key=fit.scores.get)
+    best = min(fit.scores, key=fit.scores.get)
+    close = [n for n in fit.scores
+             if fit.scores[n] - fit.scores[best] <= fit.brier_gap_se[n]]
+    assert fit.choice == min(close, key=fit.exposure_nll.get)  # tolerance=1 SE
+    assert fit.brier_gap_se[best] == 0.0
     assert set(fit.exposure_nll) == set(fit.scores)
     assert fit.parts["ratio"] == ("bce_w", "theta")
     assert fit.rows == {"pu": 500, "e": 500, "pu_held_out": 100, "e_held_out": 100}
@@ -164,6 +168,7 @@ BAD = [
     (dict(verbose=5), ValueError, "`verbose`"),
     (dict(refit="yes"), TypeError, "`refit` must be a bool"),
     (dict(learning_rate=-1.0), ValueError, "`learning_rate`"),
+    (dict(tolerance=-1.0), ValueError, "`tolerance` must be a number >= 0"),
 ]
 
 
@@ -179,6 +184,16 @@ def test_bad_input_names_the_argument(data, change, err, match):
     with pytest.raises(err, match=match):
         adp.fit_pue(args["build_net"], args["x_pu"], args["w"], args["x_e"], args["e"],
                     **options)
+
+
+def test_a_net_that_diverges_is_recorded_and_every_candidate_failing_is_an_error(data):
+    def exploding():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(
+            1, kernel_initializer=keras.initializers.Constant(1e6))])
+
+    with pytest.raises(ValueError, match="Every candidate diverged: .*diverged in epoch 1"):
+        adp.fit_pue(exploding, data.x_pu, data.w_pu, data.x_e, data.e_e,
+                    candidates=["bce_w", "brier"], **FAST)
 
 
 def test_a_dataset_with_labels_given_twice_is_refused(data):
