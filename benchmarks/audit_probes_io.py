@@ -192,6 +192,14 @@ def _write(path: Path, rows: int = 6, compression: str | None = None, cut: int =
     return str(path)
 
 
+def _corrupt(path: str) -> bytes:
+    """The bytes of ``path`` with the length of its second record overwritten."""
+    raw = bytearray(Path(path).read_bytes())
+    second = 16 + int.from_bytes(raw[:8], "little")
+    raw[second:second + 8] = (10**6).to_bytes(8, "little")
+    return bytes(raw)
+
+
 def _read(files: Any, **kw: Any) -> Any:
     import tensorflow as tf
 
@@ -220,6 +228,11 @@ def tfrecord_probes() -> list[Probe]:
             _write(t / "a.tfrecord"), labels="y"), "`labels`"),
         Probe("read_tfrecords: features not a dict", lambda t: _adp().data.read_tfrecords(
             _write(t / "a.tfrecord"), ["x"]), "`features`"),
+        Probe("read_tfrecords: a directory", lambda t: _read(str(_files(t / "logs"))),
+              "is a directory; give the files in it"),
+        Probe("read_tfrecords: a corrupt length inside", lambda t: _read(str(t / "c.tfrecord")),
+              "c.tfrecord' is truncated or corrupt", setup=lambda t: (t / "c.tfrecord")
+              .write_bytes(_corrupt(_write(t / "ok.tfrecord")))),
         Probe("read_tfrecords: files 3", lambda t: _read(3), "`files`"),
         Probe("read_tfrecords: files []", lambda t: _read([]), "`files`"),
         Probe("read_tfrecords: compression 'snappy'", lambda t: _read(
