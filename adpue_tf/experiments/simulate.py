@@ -5,6 +5,8 @@ labeled binary data set, draws an exposure ``E ~ θ(e|x)`` with
 ``θ(e=1|x) = min(1, C·σ(exposure_logit(x)))`` and hides labels: PU rows keep
 only ``W = E·Y``, E rows only ``E``, SSE rows ``W`` and ``E``. Fully synthetic
 data with known truth lives in :mod:`adpue_tf.synthetic`.
+``mechanism`` picks other exposure mechanisms calibrated to the same
+``θ(e=1)`` (:func:`exposure_theta`, :mod:`adpue_tf.experiments.mechanisms`).
 
 Example:
     >>> x = np.random.default_rng(0).uniform(-1, 1, (500, 13))
@@ -20,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from adpue_tf._numpy import sigmoid as _sigmoid
+from adpue_tf.experiments.mechanisms import MECHANISMS, calibrated, exposure_score
 from adpue_tf.labels import check_binary, check_finite
 
 __all__ = [
     "exposure_logit", "exposure_probability", "project_features", "calibrate_exposure",
-    "PUESplit", "ThreeSESplit", "simulate_pue", "simulate_3se",
+    "MECHANISMS", "exposure_score", "exposure_theta", "PUESplit", "ThreeSESplit", "simulate_pue", "simulate_3se",
 ]
 
 #: Number of features the paper's exposure formula reads (x1..x13).
@@ -171,12 +174,46 @@ def calibrate_exposure(x: Any, target: float, *, tol: float = 1e-6) -> float:
     return _calibrate(_sigmoid(exposure_logit(x)), target, tol, "target")
 
 
+def exposure_theta(x: Any, target: float, mechanism: str = "paper", *,
+                   tol: float = 1e-6) -> tuple[np.ndarray, float]:
+    """True ``θ(e=1|x)`` per row under ``mechanism``, calibrated to mean ``target``.
+
+    ``"paper"``: ``min(1, C·σ(exposure_logit(x)))`` (:func:`calibrate_exposure`);
+    ``"logistic"`` and ``"cloglog"``: see :mod:`adpue_tf.experiments.mechanisms`.
+
+    Args:
+        x: exposure features (at least 13 columns).
+        target: wanted ``θ(e=1)``, in ``(0, 1)``.
+        mechanism: one of :data:`MECHANISMS`.
+        tol: tolerance on the mean.
+
+    Returns:
+        ``(theta, constant)``: ``θ`` per row and ``C`` (paper) or the intercept ``b``.
+
+    Example:
+        >>> x = np.random.default_rng(0).uniform(-1, 1, (500, 13))
+        >>> theta, b = exposure_theta(x, 0.7, "cloglog")
+        >>> round(float(theta.mean()), 4)
+        0.7
+    """
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"`mechanism` must be one of {list(MECHANISMS)}, got {mechanism!r}.")
+    feats = _features("x", x)
+    if mechanism == "paper":
+        sig = _sigmoid(exposure_logit(feats))
+        C = _calibrate(sig, target, tol, "target")
+        return np.minimum(1.0, C * sig), C
+    return calibrated(feats, target, mechanism, tol=tol)
+
+
 @dataclasses.dataclass(frozen=True)
 class PUESplit:
     """A semi-synthetic PUE split. Observed: ``x_pu, w_pu, x_e, e_e, x_test, y_test``.
 
     Hidden truth for evaluation: ``y_pu, e_pu, y_e``, ``theta_pu, theta_e``
-    (true ``θ(e=1|x)``), ``C`` and the row indices into the input. The rows
+    (true ``θ(e=1|x)``), ``C`` (the intercept ``b`` for mechanisms other than
+    ``"paper"``, see :func:`exposure_theta`), the row indices into the input
+    and the ``mechanism``. The rows
     whose label is unknown (transductive accuracy) are the PU rows with
     ``W = 0`` and all E rows; :meth:`unknown` returns them.
 
@@ -202,6 +239,7 @@ class PUESplit:
     idx_pu: np.ndarray
     idx_e: np.ndarray
     idx_test: np.ndarray
+    mechanism: str = "paper"
 
     def unknown(self) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` of the training rows whose label is unknown (PU with W=0, all E)."""
@@ -240,6 +278,7 @@ class ThreeSESplit:
     idx_pu: np.ndarray
     idx_sse: np.ndarray
     idx_test: np.ndarray
+    mechanism: str = "paper"
 
     def unknown(self) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` of the training rows whose label is unknown (PU with W=0, SSE with E=0)."""
@@ -250,7 +289,7 @@ class ThreeSESplit:
 
 def _protocol(
     x: Any, y: Any, features: Any, exposure_rate: float, split: float, n_test: int,
-    seed: int, other: str,
+    seed: int, other: str, mechanism: str = "paper",
 ) -> tuple[Any, ...]:
     """Validate, calibrate ``C``, split and draw ``E``; returns arrays and index sets."""
     x = check_finite("x", x)
@@ -272,9 +311,12 @@ def _protocol(
             f"`split`={split} with {n_train} training rows leaves the PU part ({n_pu} rows) "
             f"or the {other} part ({n_train - n_pu} rows) empty."
         )
-    sig = _sigmoid(exposure_logit(feats))
-    C = _calibrate(sig, exposure_rate, 1e-6, "exposure_rate")
-    theta = np.minimum(1.0, C * sig)
+    if mechanism == "paper":  # its own branch: errors name `exposure_rate`
+        sig = _sigmoid(exposure_logit(feats))
+        C = _calibrate(sig, exposure_rate, 1e-6, "exposure_rate")
+        theta = np.minimum(1.0, C * sig)
+    else:
+        theta, C = calibrated(feats, exposure_rate, mechanism)
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n)
     idx_test, train = np.sort(perm[: int(n_test)]), perm[int(n_test):]
@@ -285,7 +327,7 @@ def _protocol(
 
 def simulate_pue(
     x: Any, y: Any, *, exposure_rate: float = 0.5, split: float = 0.5, n_test: int = 300,
-    seed: int = 0, features: Any = None,
+    seed: int = 0, features: Any = None, mechanism: str = "paper",
 ) -> PUESplit:
     """Build a PUE data set from fully labeled ``(x, y)`` (the paper's protocol).
 
@@ -304,6 +346,8 @@ def simulate_pue(
         features: matrix with ``>= 13`` columns the exposure is computed
             from; defaults to ``x``. Pass ``project_features(x)`` for images
             or low-dimensional data: nothing is projected silently.
+        mechanism: the exposure mechanism, one of :data:`MECHANISMS`
+            (:func:`exposure_theta`); ``"paper"`` is the paper's formula.
 
     Returns:
         A :class:`PUESplit`.
@@ -318,17 +362,20 @@ def simulate_pue(
         >>> (len(s.w_pu), len(s.e_e))
         (24, 56)
     """
-    x, y, e, th, C, pu, ee, te = _protocol(x, y, features, exposure_rate, split, n_test, seed, "E")
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"`mechanism` must be one of {list(MECHANISMS)}, got {mechanism!r}.")
+    x, y, e, th, C, pu, ee, te = _protocol(x, y, features, exposure_rate, split, n_test, seed,
+                                           "E", mechanism)
     return PUESplit(
         x_pu=x[pu], w_pu=e[pu] * y[pu], x_e=x[ee], e_e=e[ee], x_test=x[te], y_test=y[te],
         y_pu=y[pu], e_pu=e[pu], y_e=y[ee], theta_pu=th[pu], theta_e=th[ee], C=C,
-        idx_pu=pu, idx_e=ee, idx_test=te,
+        idx_pu=pu, idx_e=ee, idx_test=te, mechanism=mechanism,
     )
 
 
 def simulate_3se(
     x: Any, y: Any, *, exposure_rate: float = 0.5, split: float = 0.5, n_test: int = 300,
-    seed: int = 0, features: Any = None,
+    seed: int = 0, features: Any = None, mechanism: str = "paper",
 ) -> ThreeSESplit:
     """Build a 3SE data set (PU part + SSE part); arguments as :func:`simulate_pue`.
 
@@ -340,11 +387,13 @@ def simulate_3se(
         >>> (len(s.w_pu), len(s.w_sse))
         (40, 40)
     """
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"`mechanism` must be one of {list(MECHANISMS)}, got {mechanism!r}.")
     x, y, e, th, C, pu, ss, te = _protocol(
-        x, y, features, exposure_rate, split, n_test, seed, "SSE"
+        x, y, features, exposure_rate, split, n_test, seed, "SSE", mechanism
     )
     return ThreeSESplit(
         x_pu=x[pu], w_pu=e[pu] * y[pu], x_sse=x[ss], w_sse=e[ss] * y[ss], e_sse=e[ss],
         x_test=x[te], y_test=y[te], y_pu=y[pu], e_pu=e[pu], y_sse=y[ss],
         theta_pu=th[pu], theta_sse=th[ss], C=C, idx_pu=pu, idx_sse=ss, idx_test=te,
-    )
+        mechanism=mechanism)

@@ -7,7 +7,8 @@ and SSE parts (3SE), as :mod:`adpue_tf.experiments.simulate` does. All trials of
 are fitted at once with :func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam;
 see there why this reaches the same optimum as one trial at a time), except
 SAR-EM, which runs as its reference implementation does, one trial at a time
-(:class:`adpue_tf.experiments.baselines.SAREM`).
+(:class:`adpue_tf.experiments.baselines.SAREM`). ``exposure_mechanism`` swaps
+the paper's formula for another (:func:`adpue_tf.experiments.simulate.exposure_theta`).
 
 Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
 class prior ``π_y`` of the data set: an *oracle* input; logistic loss, and
@@ -18,8 +19,9 @@ paper's nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE (the recommended
 recipe, :mod:`adpue_tf.experiments.linear_recipe`: L2 and alternate-learning
 rounds chosen inside each trial by cross-validation on its training PU/E rows
 with the exposure likelihood), ADPUE-ref (the same candidates chosen by the
-reference risk), and pulearn's Elkan–Noto classifier as an external peer when
-pulearn is installed. 3SE: ADS, PNU (oracle
+reference risk), pulearn's Elkan–Noto classifier as an external peer when
+pulearn is installed, and Recommended (:func:`adpue_tf.fit_pue` with a linear
+net, one trial at a time: :mod:`adpue_tf.experiments.recommended`). 3SE: ADS, PNU (oracle
 ``π_y``, ``η`` = ``pnu_eta``), AD3SE (``α`` = ``ad3se_alpha``).
 
 Training: every method's linear model carries the same L2 penalty
@@ -55,11 +57,12 @@ import numpy as np
 
 from adpue_tf import losses
 from adpue_tf._numpy import sigmoid
-from adpue_tf.experiments import baselines, linear_fit, linear_recipe, simulate
+from adpue_tf.experiments import baselines, linear_fit, linear_recipe, recommended, simulate
+from adpue_tf.experiments.peers import elkan_noto, external_methods
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
 __all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods",
-           "em_note"]
+           "em_note", "pue_methods"]
 
 PUE_METHODS = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "EM", "Ratio", "IPS",
                "ADPUE-direct", "ADPUE", "ADPUE-ref")
@@ -104,6 +107,11 @@ class LinearBenchConfig:
             cross-validation folds and score; see
             :mod:`adpue_tf.experiments.linear_recipe`.
         ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
+        exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
+            ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
+        recommended: run the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
+        recommended_epochs, recommended_learning_rate, recommended_min_steps,
+            recommended_candidates: its settings (``recommended.from_bench``).
     """
 
     trials: int = 100
@@ -130,6 +138,12 @@ class LinearBenchConfig:
     recipe_folds: int = 3
     recipe_criterion: str = "exposure_likelihood"
     ips_clip: float = 0.05
+    exposure_mechanism: str = "paper"
+    recommended: bool = True
+    recommended_epochs: int = 20
+    recommended_learning_rate: float = 0.01
+    recommended_min_steps: int = 500
+    recommended_candidates: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 2:
@@ -139,6 +153,9 @@ class LinearBenchConfig:
             if not 0.0 < float(a) < 1.0:
                 raise ValueError(f"`alphas` must lie in (0, 1), got {a!r}.")
         recipe_config(self)  # checks the ADPUE column's grid before any work
+        if self.exposure_mechanism not in simulate.MECHANISMS:
+            raise ValueError(f"`exposure_mechanism` must be one of {list(simulate.MECHANISMS)}, "
+                             f"got {self.exposure_mechanism!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,7 +188,8 @@ def _stack(simulate_fn: Callable[..., Any], x: np.ndarray, y: np.ndarray,
            cfg: LinearBenchConfig, alpha: float, features: np.ndarray | None = None) -> _Stack:
     """Every trial of one setting (``simulate_pue`` or ``simulate_3se``), stacked."""
     parts = [_trial_rows(simulate_fn(x, y, exposure_rate=cfg.exposure_rate, split=alpha,
-                                     n_test=cfg.n_test, seed=cfg.seed + t, features=features))
+                                     n_test=cfg.n_test, seed=cfg.seed + t, features=features,
+                                     mechanism=cfg.exposure_mechanism))
              for t in range(cfg.trials)]
     return _Stack(*(np.stack(p) for p in zip(*parts)))
 
@@ -303,34 +321,14 @@ def _adpue_recipe(st: _Stack, cfg: LinearBenchConfig, details: dict[str, Any]
     return res.logits
 
 
-def _elkan_noto(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
-    from pulearn import ElkanotoPuClassifier
-    from sklearn.linear_model import LogisticRegression
+def pue_methods(cfg: LinearBenchConfig) -> tuple[str, ...]:
+    """The PUE columns of a run: :data:`PUE_METHODS`, the external peers, ``Recommended``.
 
-    models: list[Any] = []
-    for t in range(len(st.x)):
-        pu = st.y[t, :, 2] == int(Source.PU)
-        clf = ElkanotoPuClassifier(LogisticRegression(max_iter=1000), hold_out_ratio=0.1,
-                                   random_state=cfg.seed + t)
-        try:
-            clf.fit(st.x[t][pu], st.y[t, pu, 0].astype(int))
-        except ValueError:  # e.g. no labelled positive in its hold-out set: trial fails
-            clf = None
-        models.append(clf)
-
-    def score(x: np.ndarray) -> np.ndarray:
-        return np.stack([m.predict_proba(x[t])[:, 1] - 0.5 if m is not None
-                         else np.full(x.shape[1], np.nan) for t, m in enumerate(models)])
-    return score
-
-
-def external_methods() -> tuple[str, ...]:
-    """External peers that are installed: ``("ElkanNoto",)`` with pulearn, else ``()``."""
-    try:
-        import pulearn  # noqa: F401
-    except ImportError:
-        return ()
-    return ("ElkanNoto",)
+    Example:
+        >>> pue_methods(LinearBenchConfig(recommended=False)) == PUE_METHODS + external_methods()
+        True
+    """
+    return PUE_METHODS + external_methods() + (("Recommended",) if cfg.recommended else ())
 
 
 def _risk(method: str) -> Callable[..., Any]:
@@ -354,7 +352,8 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         features: the ``>= 13`` columns the exposure formula reads (default
             ``x``; see :func:`adpue_tf.experiments.simulate.simulate_pue`).
         details: if given, filled with the ``ADPUE`` recipe's choices per trial
-            (``{"ADPUE": {"l2": [...], "rounds": [...], "criterion": ...}}``).
+            (``{"ADPUE": {"l2": [...], "rounds": [...], "criterion": ...}}``) and
+            the ``Recommended`` column's (``{"choice": [...], ...}``).
 
     Returns:
         ``{method: (inductive accuracies, transductive accuracies)}``, one
@@ -379,9 +378,11 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         "ADPUE": lambda: _adpue_recipe(pue, cfg, details),
         "ADPUE-ref": lambda: functools.partial(details.pop("_recipe").logits,
                                                criterion=details["ADPUE-ref"]["criterion"]),
-        "ElkanNoto": lambda: _elkan_noto(pue, cfg),
+        "ElkanNoto": lambda: elkan_noto(pue.x, pue.y, cfg.seed),
+        "Recommended": lambda: recommended.fit_trials(pue.x, pue.y, recommended.from_bench(cfg),
+                                                      seed=cfg.seed, details=details),
     }
-    for name in PUE_METHODS + external_methods():
+    for name in pue_methods(cfg):
         out[name] = _accuracies(pue, fits[name]())
         report(name)
     sse = _stack(simulate.simulate_3se, x, y, cfg, alpha, features)

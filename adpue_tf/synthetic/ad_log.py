@@ -5,11 +5,16 @@ context vector and a device. The truth is known per row:
 
 * ``p(y=1|x) = σ(y0 + u·v + b_item + b_campaign + a·context + b_device)``: users and
   items have latent factors ``u``, ``v``; the user would convert if shown.
-* A **logging policy** decides what is shown:
-  ``θ(e=1|x) = σ(e0 + s_item + λ·u·v + h·context)``. It favours what it expects
-  users to like (``λ``), and a share of the items (``rare_item_share``) is almost
-  never shown (``s_item = rare_item_score``): strong selection bias, but ``E``
-  depends on ``x`` only, so ``Y ⫫ E | x`` (strong ignorability) holds.
+* A **logging policy** decides what is shown, from its score
+  ``z_e = e0 + s_item + λ·u·v + h·context``: ``θ(e=1|x) = σ(z_e)`` (``policy=
+  "logistic"``) or ``θ(e=1|x) = 1 - exp(-λ_e(x))`` with ``λ_e = exp(z_e)``
+  (``policy="cloglog"``: a Poisson number of chances to be shown; not logistic
+  in any linear score). It favours what it expects users to like (``λ``), and a
+  share of the items (``rare_item_share``) is almost never shown (``s_item =
+  rare_item_score``): strong selection bias, but ``E`` depends on ``x`` only,
+  so ``Y ⫫ E | x`` (strong ignorability) holds.
+* ``base_rate`` (e.g. 0.1) sets ``y0`` so that the mean ``p(y=1|x)`` is that rate
+  (:attr:`AdLogSimulator.conversion_intercept`, recorded in ``meta.json``).
 * The **PU log** keeps only ``W = E·Y`` per row (shown and converted); a separate
   **exposure log** keeps only ``E``; a held-out **evaluation set** keeps ``Y``,
   ``p(y=1|x)`` and ``θ(e=1|x)``.
@@ -50,6 +55,11 @@ DEVICES = ("android", "ios", "web")
 _DEVICE_BIAS = np.array([0.0, 0.3, -0.3])
 #: Version of the file layout written by :func:`write_ad_log`.
 FORMAT = "adpue_tf.ad_log/1"
+#: Logging policies: ``θ`` as a function of the policy score ``z_e``.
+POLICIES = {"logistic": sigmoid,
+            "cloglog": lambda z: -np.expm1(-np.exp(np.minimum(z, 50.0)))}
+#: Requests drawn (from their own seed) to set the intercept of ``base_rate``.
+BASE_RATE_ROWS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,9 +75,12 @@ class AdLogConfig:
         targeting: ``λ``, how much the policy follows the users' taste ``u·v``.
         rare_item_share: share of items the policy almost never shows.
         rare_item_score: ``s_item`` of those items (very negative).
+        policy: ``"logistic"`` (``θ = σ(z_e)``) or ``"cloglog"`` (``θ = 1 - exp(-exp(z_e))``).
+        base_rate: target mean ``p(y=1|x)`` in (0, 1), setting the conversion
+            intercept (``conversion_intercept`` is then ignored); None: keep ``y0``.
 
     Example:
-        >>> AdLogConfig().n_items
+        >>> AdLogConfig(policy="cloglog", base_rate=0.1).n_items
         200
     """
 
@@ -81,6 +94,8 @@ class AdLogConfig:
     targeting: float = 1.0
     rare_item_share: float = 0.2
     rare_item_score: float = -4.0
+    policy: str = "logistic"
+    base_rate: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_users", "n_items", "n_campaigns", "factors", "context_dim"):
@@ -96,6 +111,12 @@ class AdLogConfig:
                 raise ValueError(f"`{name}` must be a finite number, got {value!r}.")
         if not 0.0 <= self.rare_item_share < 1.0:
             raise ValueError(f"`rare_item_share` must be in [0, 1), got {self.rare_item_share!r}.")
+        if self.policy not in POLICIES:
+            raise ValueError(f"`policy` must be one of {list(POLICIES)}, got {self.policy!r}.")
+        rate = self.base_rate
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
+                                 or not 0.0 < rate < 1.0):
+            raise ValueError(f"`base_rate` must be None or a number in (0, 1), got {rate!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +155,7 @@ class AdLogSimulator:
             campaign and context parameters.
         item_score: the policy's ``s_item``.
         context_policy: the policy's ``h``.
+        conversion_intercept: the ``y0`` used (set by ``base_rate`` when given).
 
     Example:
         >>> sim = AdLogSimulator(seed=0)
@@ -160,6 +182,7 @@ class AdLogSimulator:
         self.context_policy = rng.normal(0.0, 0.3, c.context_dim)
         rare = rng.random(c.n_items) < c.rare_item_share
         self.item_score = np.where(rare, c.rare_item_score, rng.normal(1.0, 0.5, c.n_items))
+        self.conversion_intercept = self._intercept()
 
     def _parts(self, features: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(conversion logit, policy logit) of each row."""
@@ -170,7 +193,7 @@ class AdLogSimulator:
         dev = np.array([DEVICES.index(d.decode() if isinstance(d, bytes) else str(d))
                         for d in device.ravel()], np.int64)
         taste = np.einsum("nk,nk->n", self.user_factors[u], self.item_factors[i])
-        z_y = (self.config.conversion_intercept + taste + self.item_bias[i]
+        z_y = (self.conversion_intercept + taste + self.item_bias[i]
                + self.campaign_bias[self.item_campaign[i]] + ctx @ self.context_weights
                + _DEVICE_BIAS[dev])
         z_e = (self.config.exposure_intercept + self.item_score[i]
@@ -183,7 +206,7 @@ class AdLogSimulator:
 
     def theta(self, features: dict[str, np.ndarray]) -> np.ndarray:
         """True ``θ(e=1|x)`` (the logging policy) of rows given by their features."""
-        return sigmoid(self._parts(features)[1])
+        return POLICIES[self.config.policy](self._parts(features)[1])
 
     def sample(self, n: int, *, seed: int) -> AdLogRows:
         """Draw ``n`` requests and their labels (reproducible from ``seed``).
@@ -196,10 +219,19 @@ class AdLogSimulator:
             The rows, with every label and true probability.
         """
         n = check_int("n", n, 1)
-        c = self.config
         rng = np.random.default_rng([self.seed, check_int("seed", seed, 0)])
+        features = self._features(rng, n)
+        z_y, z_e = self._parts(features)
+        p_y, theta = sigmoid(z_y), POLICIES[self.config.policy](z_e)
+        y = (rng.random(n) < p_y).astype(np.int64)
+        e = (rng.random(n) < theta).astype(np.int64)
+        return AdLogRows(features, p_y, theta, y, e, y * e)
+
+    def _features(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        """``n`` requests' features drawn from ``rng``."""
+        c = self.config
         item = rng.integers(0, c.n_items, n)
-        features = {
+        return {
             "user_id": rng.integers(0, c.n_users, n).astype(np.int64),
             "item_id": item.astype(np.int64),
             "campaign_id": self.item_campaign[item].astype(np.int64),
@@ -207,11 +239,20 @@ class AdLogSimulator:
             .astype(bytes),
             "context": rng.normal(0.0, 1.0, (n, c.context_dim)).astype(np.float32),
         }
-        z_y, z_e = self._parts(features)
-        p_y, theta = sigmoid(z_y), sigmoid(z_e)
-        y = (rng.random(n) < p_y).astype(np.int64)
-        e = (rng.random(n) < theta).astype(np.int64)
-        return AdLogRows(features, p_y, theta, y, e, y * e)
+
+    def _intercept(self) -> float:
+        """``y0``, or by bisection the one whose mean ``p(y=1|x)`` is ``base_rate``."""
+        c = self.config
+        if c.base_rate is None:
+            return float(c.conversion_intercept)
+        self.conversion_intercept = 0.0  # _parts' z_y without an intercept
+        z = self._parts(self._features(np.random.default_rng([self.seed, 2**31 - 1]),
+                                       BASE_RATE_ROWS))[0]
+        lo, hi = -30.0 - float(z.max()), 30.0 - float(z.min())
+        for _ in range(100):  # the mean rises with the intercept
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if sigmoid(z + mid).mean() < c.base_rate else (lo, mid)
+        return 0.5 * (lo + hi)
 
 
 def _feature(values: Any) -> tf.train.Feature:
@@ -321,6 +362,8 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
         "generator": "adpue_tf.synthetic.ad_log.AdLogSimulator",
         "seed": sim.seed,
         "config": dataclasses.asdict(c),
+        "policy": c.policy,
+        "conversion_intercept": sim.conversion_intercept,
         "counts": counts,
         "files": files,
         "features": {

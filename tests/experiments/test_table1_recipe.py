@@ -200,9 +200,12 @@ def _fake_setting(calls):
         calls.append((cfg.exposure_rate, alpha, x.shape, None if features is None
                       else features.shape))
         details["ADPUE"] = {"l2": [0.1, 0.3], "rounds": [2, 0], "criterion": "x"}
+        if cfg.recommended:
+            details["Recommended"] = {"choice": ["ratio", "brier"], "score": [-0.1, -0.2],
+                                      "seconds": [1.0, 1.0]}
         k = len(calls) / 100
         return {m: (np.array([0.5 + k, 0.6 + k]), np.array([0.7, 0.8]))
-                for m in table1.PUE_METHODS + table1.external_methods() + table1.SSE_METHODS}
+                for m in table1.pue_methods(cfg) + table1.SSE_METHODS}
     return run_setting
 
 
@@ -234,6 +237,11 @@ def test_file_runs_keyed_by_stem_with_the_json_schema(tmp_path, monkeypatch):
     assert "| mydata | 0.590 ± 0.050 |" in text
     assert "- mydata: label 2 of 1, 2 (one vs rest)" in text
     assert "0.1/T2: 1, 0.3/T0: 1" in text
+    # the Recommended column, its choices and its comparison with the best other column
+    assert " Recommended |" in text and "brier: 1, ratio: 1" in text
+    assert saved["recipe_choices"]["0.5"]["0.3"]["mydata"]["Recommended"]["choice"] == [
+        "ratio", "brier"]
+    assert "| 0.5 | 0.3 | mydata | inductive | 0.560 | 0.560 (Logit) | +0.000 | met |" in text
 
 
 def test_file_name_clash_and_bad_rates_are_refused(tmp_path, monkeypatch, capsys):
@@ -263,7 +271,7 @@ def test_bench_linear_on_a_file_end_to_end(tmp_path):
     out = tmp_path / "res"
     assert cli.main(["bench", "linear", "--file", str(tmp_path / "synth.svm"), "--positive",
                      "2", "--trials", "2", "--alphas", "0.5", "--steps", "5", "--l2s", "0.1",
-                     "--rounds", "1", "--out", str(out), "--quiet"]) == 0
+                     "--rounds", "1", "--no-recommended", "--out", str(out), "--quiet"]) == 0
     saved = json.loads((out / "linear.json").read_text())
     res = saved["results"]["0.5"]["synth"]
     assert set(res) == set(table1.PUE_METHODS + table1.external_methods()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -162,6 +163,10 @@ def test_write_bad_arguments(tmp_path, kwargs, error, words):
     (dict(n_campaigns=300), "n_campaigns"),
     (dict(rare_item_share=1.0), "rare_item_share"),
     (dict(targeting=float("nan")), "targeting"),
+    (dict(policy="probit"), "policy"),
+    (dict(base_rate=0.0), "base_rate"),
+    (dict(base_rate=1.0), "base_rate"),
+    (dict(base_rate=True), "base_rate"),
 ])
 def test_config_bad_values(kwargs, words):
     with pytest.raises((ValueError, TypeError), match=words):
@@ -184,3 +189,52 @@ def test_cli_simulate_logs(tmp_path, capsys):
     assert read_ad_log_meta(out)["counts"]["eval"] == 10
     assert cli.main(["simulate-logs", "--rows", "60", "--out", str(out)]) == 2
     assert "not an empty directory" in capsys.readouterr().err
+
+
+# ------------------------------------------------------ the cloglog policy, the base rate
+def test_cloglog_policy_is_one_minus_exp_of_minus_lambda(sim):
+    clog = AdLogSimulator(dataclasses.replace(sim.config, policy="cloglog"), seed=3)
+    a, b = sim.sample(500, seed=0), clog.sample(500, seed=0)
+    # same parameters, same requests, same conversion truth; only θ's link differs
+    np.testing.assert_array_equal(a.features["user_id"], b.features["user_id"])
+    np.testing.assert_allclose(a.p_y, b.p_y)
+    z_e = np.log(a.theta) - np.log1p(-a.theta)  # the policy score, from the logistic truth
+    np.testing.assert_allclose(b.theta, 1 - np.exp(-np.exp(z_e)), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(clog.theta(b.features), b.theta)
+    # not logistic: logit(θ) is not an affine function of the score
+    ok = (b.theta > 1e-6) & (b.theta < 1 - 1e-6)
+    logit = np.log(b.theta[ok]) - np.log1p(-b.theta[ok])
+    resid = logit - np.polyval(np.polyfit(z_e[ok], logit, 1), z_e[ok])
+    assert np.sqrt(np.mean(resid ** 2)) > 0.1
+    # the draws follow the new θ
+    rows = clog.sample(60_000, seed=1)
+    se = np.sqrt(np.mean(rows.theta * (1 - rows.theta)) / len(rows))
+    assert abs(rows.e.mean() - rows.theta.mean()) < 4 * se
+
+
+@pytest.mark.parametrize("policy", ["logistic", "cloglog"])
+@pytest.mark.parametrize("rate", [0.1, 0.03])
+def test_base_rate_sets_the_mean_conversion_probability(sim, policy, rate):
+    base = AdLogSimulator(dataclasses.replace(sim.config, policy=policy, base_rate=rate), seed=3)
+    rows = base.sample(100_000, seed=9)
+    assert abs(rows.p_y.mean() - rate) < 0.1 * rate
+    # only the intercept moves: the other parameters are those of the same seed
+    np.testing.assert_array_equal(base.user_factors, sim.user_factors)
+    shift = base.conversion_intercept - sim.config.conversion_intercept
+    z = lambda p: np.log(p) - np.log1p(-p)  # noqa: E731
+    ref = sim.sample(100_000, seed=9)
+    np.testing.assert_allclose(z(rows.p_y), z(ref.p_y) + shift, rtol=1e-6, atol=1e-6)
+    assert sim.conversion_intercept == sim.config.conversion_intercept  # no base rate: y0
+
+
+def test_meta_records_the_policy_and_the_intercept(tmp_path):
+    cfg = AdLogConfig(n_users=30, n_items=10, n_campaigns=2, policy="cloglog", base_rate=0.1)
+    meta = write_ad_log(tmp_path / "log", rows=40, shards=1, eval_rows=10, config=cfg)
+    saved = read_ad_log_meta(tmp_path / "log")
+    assert saved["config"]["policy"] == meta["policy"] == "cloglog"
+    assert saved["config"]["base_rate"] == 0.1
+    assert saved["conversion_intercept"] == AdLogSimulator(cfg, seed=0).conversion_intercept
+    ev = _parse(saved["files"]["eval"][0], {"y": tf.int64, "p_y": tf.float32,
+                                              "theta": tf.float32})
+    sim = AdLogSimulator(cfg, seed=0)
+    np.testing.assert_allclose(ev["theta"], sim.theta(ev), rtol=1e-5)

@@ -12,7 +12,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from adpue_tf.experiments import datasets, published, simulate, table1
+from adpue_tf.experiments import (
+    datasets,
+    mechanisms,
+    published,
+    recommended,
+    simulate,
+    table1,
+)
 from adpue_tf.experiments.bench.common import (
     LINEAR_DATASETS,
     _check_names,
@@ -137,7 +144,9 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     for the **first** exposure rate; ``by_exposure_rate[rate]`` holds the
     same layout for every rate (``results`` is ``by_exposure_rate[first]``);
     ``recipe_choices[rate][alpha][dataset][method]`` the ``ADPUE`` columns'
-    chosen ``l2`` and rounds per trial.
+    chosen ``l2`` and rounds per trial, and the ``Recommended`` column's
+    ``choice`` (the candidate ``fit_pue`` chose), held-out ``score`` and
+    ``seconds`` per trial.
 
     Args:
         cfg: the settings.
@@ -175,7 +184,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     loaded.update(from_files)
     features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
                 if d is not None}
-    methods = table1.PUE_METHODS + table1.external_methods() + table1.SSE_METHODS
+    methods = table1.pue_methods(cfg) + table1.SSE_METHODS
     present = [n for n, (d, _) in loaded.items() if d is not None]
     bar = Progress(len(present) * len(rates) * len(cfg.alphas) * len(methods), stream=progress)
     by_rate: dict[float, dict[float, dict[str, dict[str, Any]]]] = {
@@ -260,8 +269,9 @@ def _targets(results: dict, rate: float) -> list[list[str]]:
 
 
 def _choice_summary(details: dict) -> str:
-    """``l2/T: count`` of the recipe's choices, most frequent first."""
-    pairs = [f"{l2:g}/T{t}" for l2, t in zip(details["l2"], details["rounds"])]
+    """``l2/T: count`` of the recipe's choices (``fit_pue``'s candidates), most frequent first."""
+    pairs = (list(details["choice"]) if "choice" in details else
+             [f"{l2:g}/T{t}" for l2, t in zip(details["l2"], details["rounds"])])
     keys, counts = np.unique(pairs, return_counts=True)
     order = np.argsort(-counts, kind="stable")
     return ", ".join(f"{keys[i]}: {counts[i]}" for i in order)
@@ -303,6 +313,19 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
         "**ADPUE-ref**: the same candidates chosen by the reference risk (nnPUE risk with f† "
         "fixed to the Ratio estimate of the training folds). **ADPUE-direct**: the paper's "
         "formulation, f† = stop_gradient(σ(z)) with the settings above.", ""]
+    if "Recommended" in methods:
+        r = recommended.from_bench(cfg)
+        lines += [
+            "**Recommended**: `adp.fit_pue` with a linear net (`keras.Sequential([keras.Input"
+            "((d,)), keras.layers.Dense(1)])`), one trial at a time, on the trial's PU rows "
+            "(W) and E rows (E) only: every candidate trained on 80 % of them, the one with "
+            "the lowest held-out exposure Brier score refitted on all (epochs ≤ "
+            f"{r.epochs}, Adam learning rate {r.learning_rate}, ≥ {r.min_steps} steps per "
+            "net, no L2 penalty; candidates "
+            f"{', '.join(r.candidates) if r.candidates else 'all'}).", ""]
+    if cfg.exposure_mechanism != "paper":
+        lines += [f"**Exposure mechanism: {cfg.exposure_mechanism}** (not the paper's formula): "
+                  + mechanisms.DESCRIPTIONS[cfg.exposure_mechanism], ""]
     if notes:
         lines += ["What the numbers say, and why a target is missed where it is: "
                   "[linear.notes.md](linear.notes.md).", ""]
@@ -334,6 +357,14 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
                                           for m in methods])
                 lines += ["", f"## {where}α = {alpha}, {kind}", "",
                           markdown_table(["data set", *methods], rows)]
+    rec_rows = [r for rate in rates for r in recommended.comparison_rows(by_rate[rate], rate)]
+    if rec_rows:
+        lines += ["", "## Recommended against the best column without oracle inputs", "",
+                  "Columns without oracle inputs: " + ", ".join(recommended.NO_ORACLE) + ". Met: "
+                  "Recommended ≥ that best − 0.01.", "",
+                  markdown_table(["θ(e=1)", "α", "data set", "accuracy", "Recommended",
+                                  "best other (column)", "difference", "≥ best − 0.01"],
+                                 rec_rows)]
     target_rows = [r for rate in rates for r in _targets(by_rate[rate], rate)]
     if target_rows:
         lines += ["", "## Targets (issue 9; ADPUE, inductive)", "",

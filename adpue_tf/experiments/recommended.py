@@ -1,0 +1,173 @@
+"""Table 1's ``Recommended`` column: :func:`adpue_tf.fit_pue` with a linear net, one trial at a time.
+
+Each trial's training rows come packed as ``(W, E, source)`` (the layout of
+:mod:`adpue_tf.labels`); the column gives :func:`adpue_tf.fit_pue` that
+trial's PU rows with their ``W`` and its E rows with their ``E``, never a
+hidden ``Y`` or a test label, with the linear net
+``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` and seed
+``seed + t``. ``fit_pue`` chooses among its candidates on held-out PU and E
+rows and refits the choice on all of them; the column scores the refitted
+model's logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
+
+Cost: ``fit_pue`` trains every candidate twice (choice, refit), about
+30-90 s per trial on a 2-core machine for the paper's data sets; ``adpue-tf
+bench linear --no-recommended`` skips the column.
+
+Example:
+    >>> RecommendedConfig().learning_rate
+    0.01
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import keras
+import numpy as np
+
+import adpue_tf as adp
+
+__all__ = ["NO_ORACLE", "RecommendedConfig", "comparison_rows", "fit_trials", "from_bench"]
+
+#: Table 1 columns that need no oracle input (uPU, nnPU and PNU are given π_y).
+NO_ORACLE = ("Logit", "EM", "Ratio", "IPS", "ElkanNoto", "ADPUE-direct", "ADPUE", "ADPUE-ref")
+#: Source codes of the packed labels' third column (``adp.labels.Source``).
+_PU, _E = int(adp.labels.Source.PU), int(adp.labels.Source.E)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecommendedConfig:
+    """The settings :func:`adpue_tf.fit_pue` is called with.
+
+    Attributes:
+        epochs: at most this many epochs per net (each keeps its best).
+        learning_rate: Adam's learning rate (0.01 suits a linear net; fit_pue's
+            default 1e-3 is for deeper nets).
+        min_steps: at least this many optimizer steps per net.
+        batch_size: rows per batch.
+        rounds: alternate-learning rounds of the ADPUE candidates.
+        validation_split: share of the PU and E rows held out to choose.
+        candidates: names of ``adp.recommend.CANDIDATES`` (None: all).
+    """
+
+    epochs: int = 20
+    learning_rate: float = 0.01
+    min_steps: int = 500
+    batch_size: int = 512
+    rounds: int = 10
+    validation_split: float = 0.2
+    candidates: tuple[str, ...] | None = None
+
+
+def from_bench(cfg: Any) -> RecommendedConfig:
+    """The settings from a ``LinearBenchConfig``'s ``recommended_*`` fields.
+
+    Example:
+        >>> from adpue_tf.experiments.table1 import LinearBenchConfig
+        >>> from_bench(LinearBenchConfig(recommended_epochs=5)).epochs
+        5
+    """
+    cand = cfg.recommended_candidates
+    return RecommendedConfig(
+        epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
+        min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand))
+
+
+def _linear(d: int) -> Callable[[], keras.Model]:
+    return lambda: keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])
+
+
+def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: int = 0,
+               details: dict[str, Any] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """``fit_pue`` on every trial's PU and E rows; a function of the per-trial logits.
+
+    Args:
+        x: training features of every trial, ``(T, n, d)``.
+        y: their packed labels ``(T, n, 3)``: ``W``, ``E`` and the source
+            (only the PU rows' ``W`` and the E rows' ``E`` are read).
+        cfg: fit_pue's settings.
+        seed: trial ``t`` runs with seed ``seed + t``.
+        details: if given, ``details["Recommended"]`` gets per trial the
+            ``choice``, the held-out ``score`` of the choice and the ``seconds``.
+
+    Returns:
+        ``score(x)``: ``(T, m, d)`` features to the ``(T, m)`` logits of each
+        trial's model.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(1, 80, 2)).astype("float32")
+        >>> src = np.r_[np.full(40, _PU), np.full(40, _E)]
+        >>> w = np.where(src == _PU, (x[0, :, 0] > 0) * (rng.random(80) < .6), 0)
+        >>> e = np.where(src == _E, rng.random(80) < .6, 0)
+        >>> y = np.stack([w, e, src], -1)[None].astype("float32")
+        >>> det = {}
+        >>> score = fit_trials(x, y, RecommendedConfig(epochs=1, min_steps=5,
+        ...                    candidates=("bce_w", "brier")), details=det)
+        >>> score(x).shape, det["Recommended"]["choice"][0] in ("bce_w", "brier")
+        ((1, 80), True)
+    """
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
+    if x.ndim != 3 or y.shape != (*x.shape[:2], 3):
+        raise ValueError(f"`x` must be (trials, rows, features) and `y` (trials, rows, 3); "
+                         f"got {x.shape} and {y.shape}.")
+    build = _linear(x.shape[2])
+    models: list[keras.Model] = []
+    chosen: dict[str, list[Any]] = {"choice": [], "score": [], "seconds": []}
+    for t in range(len(x)):
+        pu, ex = y[t, :, 2] == _PU, y[t, :, 2] == _E
+        fit = adp.fit_pue(build, x[t, pu], y[t, pu, 0], x[t, ex], y[t, ex, 1],
+                          epochs=cfg.epochs, batch_size=cfg.batch_size,
+                          validation_split=cfg.validation_split, seed=seed + t, verbose=0,
+                          candidates=cfg.candidates, learning_rate=cfg.learning_rate,
+                          min_steps=cfg.min_steps, rounds=cfg.rounds)
+        models.append(fit.model)
+        chosen["choice"].append(fit.choice)
+        chosen["score"].append(float(fit.scores[fit.choice]))
+        chosen["seconds"].append(round(sum(fit.seconds.values()), 1))
+    if details is not None:
+        details["Recommended"] = chosen
+
+    def score(features: np.ndarray) -> np.ndarray:
+        f = np.asarray(features, np.float32)
+        return np.stack([np.asarray(m(f[t]))[:, 0] for t, m in enumerate(models)])
+
+    return score
+
+
+def comparison_rows(results: dict[Any, dict[str, dict[str, Any]]], rate: float
+                    ) -> list[list[str]]:
+    """Recommended against the best column without oracle inputs (:data:`NO_ORACLE`).
+
+    Args:
+        results: ``{alpha: {dataset: {method: [inductive, transductive]}}}``,
+            per-trial accuracies (``bench linear``'s ``results`` layout).
+        rate: the exposure rate, for the first cell.
+
+    Returns:
+        One row per setting and accuracy: rate, α, data set, accuracy,
+        Recommended's mean, the best other mean (its column), the difference
+        and ``met`` (Recommended ≥ best − 0.01) or ``**missed**``.
+
+    Example:
+        >>> comparison_rows({0.3: {"toy": {"Logit": [[0.7, 0.8], [0.6, 0.6]],
+        ...     "Recommended": [[0.8, 0.8], [0.55, 0.6]]}}}, 0.5)[0][-3:]
+        ['0.750 (Logit)', '+0.050', 'met']
+    """
+    rows = []
+    for alpha, by_name in results.items():
+        for name, res in by_name.items():
+            if "Recommended" not in res:
+                continue
+            for k, kind in enumerate(("inductive", "transductive")):
+                means = {m: float(np.nanmean(res[m][k])) for m in NO_ORACLE
+                         if m in res and np.isfinite(res[m][k]).any()}
+                if not means:
+                    continue
+                best = max(means, key=means.__getitem__)
+                rec = float(np.nanmean(res["Recommended"][k]))
+                rows.append([str(rate), str(alpha), name, kind, f"{rec:.3f}",
+                             f"{means[best]:.3f} ({best})", f"{rec - means[best]:+.3f}",
+                             "met" if rec >= means[best] - 0.01 else "**missed**"])
+    return rows

@@ -1,0 +1,149 @@
+"""Table 1's Recommended column: ``adp.fit_pue`` per trial on the trial's PU and E rows only."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import adpue_tf as adp
+from adpue_tf.experiments import recommended, simulate, table1
+
+# tiny: 2 trials, 3 candidates, a few steps per net
+CFG = table1.LinearBenchConfig(trials=2, n_test=40, steps=10, recipe_l2s=(0.1,), recipe_rounds=1,
+                               recommended_epochs=2, recommended_min_steps=10,
+                               recommended_candidates=("bce_w", "ratio", "brier"))
+
+
+def _data(n=200, d=13, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, d)).astype(np.float32)
+    y = (x[:, 0] - x[:, 1] + 0.5 * rng.normal(size=n) > 0).astype(np.float32)
+    return x, y
+
+
+@pytest.fixture(scope="module")
+def stack():
+    x, y = _data()
+    return table1._stack(simulate.simulate_pue, x, y, CFG, 0.5)
+
+
+def test_settings_come_from_the_bench_config():
+    r = recommended.from_bench(CFG)
+    assert (r.epochs, r.min_steps, r.learning_rate, r.candidates) == (
+        2, 10, 0.01, ("bce_w", "ratio", "brier"))
+    assert table1.LinearBenchConfig().recommended_learning_rate == 0.01
+    assert "Recommended" in table1.pue_methods(CFG)
+    assert "Recommended" not in table1.pue_methods(dataclasses.replace(CFG, recommended=False))
+
+
+class _FakeFit:
+    """Stands in for a PUEFit: the model's logit is the first feature."""
+
+    choice, scores, seconds = "bce_w", {"bce_w": -0.25}, {"select": 1.0, "refit": 0.5}
+
+    @staticmethod
+    def model(f):
+        return np.asarray(f)[:, :1]
+
+
+def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
+    """What fit_pue is given: trial t's PU rows with W, its E rows with E, seed + t; no Y."""
+    seen = []
+
+    def spy(build_net, x_pu, w, x_e, e, **kw):
+        seen.append((x_pu, w, x_e, e, kw))
+        net = build_net()
+        assert net.output_shape == (None, 1) and len(net.layers) == 1  # linear, one logit
+        return _FakeFit()
+
+    monkeypatch.setattr(adp, "fit_pue", spy)
+    details = {}
+    score = recommended.fit_trials(stack.x, stack.y, recommended.from_bench(CFG), seed=CFG.seed,
+                                   details=details)
+    np.testing.assert_array_equal(score(stack.x_test), stack.x_test[..., 0])
+    assert details["Recommended"] == {"choice": ["bce_w"] * 2, "score": [-0.25] * 2,
+                                      "seconds": [1.5] * 2}
+    x, y = _data()
+    for t, (x_pu, w, x_e, e, kw) in enumerate(seen):
+        s = simulate.simulate_pue(x, y, exposure_rate=CFG.exposure_rate, split=0.5,
+                                  n_test=CFG.n_test, seed=CFG.seed + t)
+        np.testing.assert_array_equal(x_pu, s.x_pu)
+        np.testing.assert_array_equal(w, s.w_pu)
+        np.testing.assert_array_equal(x_e, s.x_e)
+        np.testing.assert_array_equal(e, s.e_e)
+        assert kw["seed"] == CFG.seed + t and kw["learning_rate"] == 0.01
+    assert len(seen) == CFG.trials
+
+
+@pytest.mark.slow
+def test_same_result_when_hidden_and_test_labels_are_blanked(stack):
+    """The real fit_pue, one trial, twice: once as is, once with the hidden labels blanked."""
+    one = dataclasses.replace(stack, **{f.name: getattr(stack, f.name)[:1]
+                                        for f in dataclasses.fields(stack)})
+    blank = dataclasses.replace(one, hidden=np.zeros_like(one.hidden), y_test=1.0 - one.y_test)
+    cfg = dataclasses.replace(recommended.from_bench(CFG), candidates=("bce_w", "brier"))
+    first, second = {}, {}
+    f1 = recommended.fit_trials(one.x, one.y, cfg, seed=0, details=first)
+    f2 = recommended.fit_trials(blank.x, blank.y, cfg, seed=0, details=second)
+    assert first["Recommended"]["choice"] == second["Recommended"]["choice"]
+    np.testing.assert_allclose(f1(one.x_test), f2(one.x_test), rtol=1e-5, atol=1e-6)
+    assert f1(one.x_test).shape == one.y_test.shape
+
+
+@pytest.mark.slow
+def test_run_setting_has_the_column_per_trial(monkeypatch):
+    x, y = _data()
+    details = {}
+    res = table1.run_setting(x, y, float(y.mean()), CFG, 0.5, details=details)
+    ind, trans = res["Recommended"]
+    assert ind.shape == trans.shape == (CFG.trials,)
+    assert ((ind >= 0) & (ind <= 1)).all() and ((trans >= 0) & (trans <= 1)).all()
+    assert len(details["Recommended"]["choice"]) == CFG.trials
+    assert set(details["Recommended"]["choice"]) <= {"bce_w", "ratio", "brier"}
+    # the column scores the same model as fit_trials on the same stack, as the others are scored
+    st = table1._stack(simulate.simulate_pue, x, y, CFG, 0.5)
+    score = recommended.fit_trials(st.x, st.y, recommended.from_bench(CFG), seed=CFG.seed)
+    want = table1._accuracies(st, score)
+    np.testing.assert_allclose(ind, want[0])
+    np.testing.assert_allclose(trans, want[1])
+    off = table1.run_setting(x, y, float(y.mean()), dataclasses.replace(CFG, recommended=False),
+                             0.5)
+    assert "Recommended" not in off
+    np.testing.assert_allclose(off["Logit"][0], res["Logit"][0])
+
+
+@pytest.mark.slow
+def test_bench_linear_cli_writes_the_column(tmp_path):
+    from adpue_tf import cli
+
+    x, y = _data(n=240)
+    lines = [f"{2 if yi else 1} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(row))
+             for row, yi in zip(x, y)]
+    (tmp_path / "synth.svm").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "res"
+    assert cli.main(["bench", "linear", "--file", str(tmp_path / "synth.svm"), "--positive", "2",
+                     "--trials", "2", "--alphas", "0.5", "--steps", "5", "--l2s", "0.1",
+                     "--rounds", "1", "--recommended-epochs", "2", "--recommended-min-steps",
+                     "10", "--recommended-candidates", "bce_w,brier", "--exposure-mechanism",
+                     "cloglog", "--out", str(out), "--quiet"]) == 0
+    saved = json.loads((out / "linear.json").read_text())
+    ind, trans = saved["results"]["0.5"]["synth"]["Recommended"]
+    assert len(ind) == len(trans) == 2
+    assert saved["config"]["exposure_mechanism"] == "cloglog"
+    assert saved["config"]["recommended_candidates"] == ["bce_w", "brier"]
+    choice = saved["recipe_choices"]["0.5"]["0.5"]["synth"]["Recommended"]["choice"]
+    assert len(choice) == 2 and set(choice) <= {"bce_w", "brier"}
+    text = (out / "linear.md").read_text()
+    assert "Exposure mechanism: cloglog" in text and " Recommended |" in text
+    assert "Recommended against the best column without oracle inputs" in text
+
+
+def test_comparison_rows_flag_a_miss():
+    res = {0.5: {"d": {"Logit": [[0.8, 0.8], [0.7, 0.7]], "nnPU": [[0.99, 0.99], [0.9, 0.9]],
+                       "Recommended": [[0.78, 0.78], [0.7, 0.7]]}}}
+    rows = recommended.comparison_rows(res, 0.7)
+    assert rows[0][-4:] == ["0.780", "0.800 (Logit)", "-0.020", "**missed**"]  # nnPU: oracle
+    assert rows[1][-1] == "met"
