@@ -1,9 +1,9 @@
 """MkDocs hooks: the README and the changelog become pages of the site.
 
-The README is the guide on the repository's front page; the site shows the same
-text (no copy to keep in step). Its links into the repository (notebooks,
-benchmarks) have no page on the site, so they become plain code spans; links to
-``docs/`` pages point at the pages.
+The README, the repository's front page, is the site's home page (no copy to
+keep in step); the guide pages live in ``docs/guide/``. The README's links into
+the repository (``CHANGELOG.md``, ...) have no page on the site, so they become
+plain code spans; links to ``docs/`` pages and files (the figure) point at them.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ installed elsewhere on the machine nor ``PATH`` can pick another Python.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +28,10 @@ pytestmark = pytest.mark.slow
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = ["quickstart.ipynb", "alternate_learning.ipynb", "tuning_and_serving.ipynb"]
 KERNEL_NAME = "python3"
+# TensorFlow's C++ start-up lines (absl, CUDA driver, cuInit, CPU features, oneDNN):
+# a machine's noise, never stored in a notebook.
+STARTUP_LINES = re.compile(r"absl::InitializeLog|cudart_stub|cuda_platform|cuInit|"
+                           r"cpu_feature_guard|oneDNN custom operations")
 
 
 def _read(name: str):
@@ -58,6 +63,7 @@ def test_notebook_is_stored_stripped(name):
         if cell.cell_type == "code":
             assert cell.outputs == [], f"{name}, cell {i}: has outputs"
             assert cell.execution_count is None, f"{name}, cell {i}: has an execution_count"
+    assert not STARTUP_LINES.search(json.dumps(nb)), f"{name}: TensorFlow start-up lines stored"
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     assert code and 'os.environ.get("ADPUE_NOTEBOOK_SMALL", "0") == "1"' in code[0], \
         f"{name}: the first code cell must read the small-settings switch"

@@ -38,6 +38,18 @@ RISK_SNIPPET = (
     "risk = float(adp.ADPUELoss(from_logits=True)(y, z))"
 )
 QUIET_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+# Each guide page of the site (docs/guide/) with a heading of its own.
+GUIDE_PAGES = {
+    "data": "The label layout",
+    "feature-dicts": "TFRecord logs",
+    "alternate-learning": "How many rounds",
+    "ads-at-scale": "IPS, the baseline with a propensity model",
+    "several-workers": "Data on several workers",
+    "tuning": "Tuning with KerasTuner",
+    "serving": "Feature-dict models",
+    "reproducing": "Tables 1 and 2",
+    "development": "What TensorFlow prints",
+}
 
 
 def _setup_cfg() -> configparser.ConfigParser:
@@ -214,8 +226,14 @@ def test_docs_build_strict(tmp_path):
     assert out.returncode == 0, out.stderr[-6000:]
     page = (tmp_path / "site" / "api" / "losses" / "index.html").read_text(encoding="utf-8")
     assert 'id="adpue_tf.losses.ADPUELoss"' in page
-    guide = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    assert "Which loss for which data" in guide  # the README is the guide
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "Which loss for which data" in home  # the README is the home page
+    assert 'src="figures/problem.png"' in home
+    assert (tmp_path / "site" / "figures" / "problem.png").is_file()
+    for page, text in GUIDE_PAGES.items():  # the guide pages, reached from the README's links
+        assert f'href="guide/{page}/"' in home, page
+        html = (tmp_path / "site" / "guide" / page / "index.html").read_text(encoding="utf-8")
+        assert text in html, (page, text)
 
 
 @pytest.mark.slow
