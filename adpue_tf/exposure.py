@@ -39,6 +39,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from adpue_tf._convention import check_probability_model
 from adpue_tf._guards import probability_to_logit
 from adpue_tf._numpy import sigmoid
 from adpue_tf.data.rows import Rows, as_rows, layout
@@ -190,6 +191,11 @@ def _logistic_model(x: Any, weights: np.ndarray, bias: float, name: str) -> kera
         model = keras.Sequential(layers, name=name)
     dense.set_weights([weights.reshape(-1, 1).astype("float32"), np.array([bias], "float32")])
     return model
+
+
+def _take_rows(x: Any, n: int) -> Any:
+    """The first ``n`` rows of features ``x`` (an array or a dict of arrays)."""
+    return {k: v[:n] for k, v in x.items()} if isinstance(x, dict) else x[:n]
 
 
 def _rows(name: str, x: Any, label_name: str, label: Any) -> Rows:
@@ -372,6 +378,8 @@ def fit_ratio_model(x_pu: Any, w: Any, x_e: Any, e: Any, *, l2: float = 1e-4,
                              f"{layout(pu.x)}.")
         theta = fit_exposure_model(ex.x, ex.y, l2=l2)
     elif isinstance(exposure_model, keras.Model):
+        check_probability_model("`exposure_model`", exposure_model,
+                                sample=_take_rows(pu.x, 256))
         theta = exposure_model
     else:
         raise TypeError("`exposure_model` must be a keras.Model with probability output, "

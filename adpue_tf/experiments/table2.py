@@ -42,6 +42,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import adpue_tf as adp
 from adpue_tf import data, losses, validation
 from adpue_tf._guards import DIVERGED
 from adpue_tf.callbacks import BestRound, RefreshDagger
@@ -49,9 +50,9 @@ from adpue_tf.experiments import simulate
 from adpue_tf.model import DebiasedModel
 
 __all__ = ["NeuralBenchConfig", "PUE_METHODS", "SSE_METHODS", "build_network",
-           "fit_exposure_network", "run_trial", "train_recipe"]
+           "fit_exposure_network", "run_trial", "train_recipe", "train_recommended"]
 
-PUE_METHODS = ("Logit", "nnPU", "ADPUE-direct", "ADPUE")
+PUE_METHODS = ("Logit", "nnPU", "ADPUE-direct", "ADPUE", "Recommended")
 SSE_METHODS = ("ADS", "PNU", "AD3SE")
 
 
@@ -274,6 +275,28 @@ def train_recipe(pue: simulate.PUESplit, cfg: NeuralBenchConfig, seed: int,
                    "score": best.best_score, "f0": f0}
 
 
+def train_recommended(pue: simulate.PUESplit, cfg: NeuralBenchConfig, seed: int,
+                      curves: _Curves) -> tuple[keras.Model, dict]:
+    """The library's recommended pipeline, :func:`adpue_tf.fit_pue`, with the benchmark's network.
+
+    Reads only ``x_pu, w_pu, x_e, e_e``. Its curves have one point per epoch
+    of nothing (fit_pue trains several nets): the accuracy of the model kept,
+    repeated, so that plots stay aligned.
+
+    Returns:
+        ``(model, {"choice", "scores"})``.
+    """
+    fit = adp.fit_pue(lambda: build_network(pue.x_pu.shape[1:]), pue.x_pu, pue.w_pu,
+                      pue.x_e, pue.e_e, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                      validation_split=cfg.val_fraction, seed=seed,
+                      learning_rate=cfg.learning_rate, verbose=0)
+    curves.set_model(fit.model)
+    curves.on_epoch_end(0)
+    for values in curves.history.values():
+        values.extend(values[-1:] * (cfg.epochs - len(values)))
+    return fit.model, {"choice": fit.choice, "scores": fit.scores}
+
+
 def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float,
               cfg: NeuralBenchConfig, ratio: float, seed: int,
               report: Callable[[str], None] = lambda m: None) -> dict[str, dict[str, Any]]:
@@ -292,6 +315,7 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
     Returns:
         ``{method: {"inductive": acc, "transductive": acc, "curves": {...}}}``;
         ADPUE's entry adds ``"recipe"``: the round chosen (see :func:`train_recipe`);
+        Recommended's adds ``"recommended"``: fit_pue's choice and scores;
         a baseline whose outputs blew up adds ``"diverged_epoch"`` (1-based).
         The accuracies are those of the model kept (ADPUE: the chosen round's;
         the curves show every epoch).
@@ -309,6 +333,7 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
         "nnPU": (pue, ds_pue, {"prior": prior_y}),
         "ADPUE-direct": (pue, ds_pue, {}),
         "ADPUE": (pue, ds_pue, {}),
+        "Recommended": (pue, ds_pue, {}),
         "ADS": (sse, ds_sse, {}),
         "PNU": (sse, ds_sse, {"prior": prior_y, "eta": cfg.pnu_eta}),
         "AD3SE": (sse, ds_3se, {"alpha": cfg.ad3se_alpha}),
@@ -319,6 +344,8 @@ def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float
         extra: dict[str, Any] = {}
         if method == "ADPUE":
             model, extra["recipe"] = train_recipe(pue, cfg, seed, callbacks=[curves])
+        elif method == "Recommended":
+            model, extra["recommended"] = train_recommended(pue, cfg, seed, curves)
         else:
             loss = losses.get(method.removesuffix("-direct"), from_logits=True, **options)
             model, diverged = _train(ds, loss, cfg, x.shape[1:], curves, seed)

@@ -21,9 +21,10 @@ from keras import ops
 
 from adpue_tf import labels, risks
 from adpue_tf._checks import check_int
+from adpue_tf._convention import check_output_convention
 from adpue_tf._guards import to_logits
 from adpue_tf.data.rows import layout
-from adpue_tf.exposure import RatioModel, _rows, fit_exposure_model, fit_ratio_model
+from adpue_tf.exposure import RatioModel, _rows, _take_rows, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 
@@ -302,6 +303,8 @@ def validation_score(
     if not need_e and (x_e is None) != (e is None):
         raise ValueError("Give both `x_e` and `e`, or neither (with `exposure_model`).")
     x_pu, w, x_e, e = _check_rows(x_pu, w, x_e, e, need_e)
+    check_output_convention("`model`", model, from_logits=from_logits,
+                            sample=_take_rows(x_pu, 256))
 
     z_pu = to_logits(_outputs("model", model, x_pu, batch_size), from_logits)
     if criterion == "exposure_likelihood":

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+import adpue_tf as adp
 from adpue_tf.experiments import simulate, table2
 
 
@@ -111,3 +112,24 @@ def test_a_diverging_baseline_is_recorded_not_fatal():
     assert stopped is not None and 1 <= stopped < 30
     assert all(len(v) == 30 for v in curves.history.values())
     assert curves.history["accuracy"][stopped - 1:] == [curves.history["accuracy"][-1]] * (31 - stopped)
+
+
+@pytest.mark.slow
+def test_recommended_is_fit_pue_and_never_reads_y():
+    pue = _split()
+    blind = dataclasses.replace(pue, y_pu=np.full_like(pue.y_pu, -7), y_e=None,
+                                e_pu=None, theta_pu=None, theta_e=None)
+    cfg = dataclasses.replace(_CFG, epochs=2)
+    curves = [table2._Curves(pue.x_test, pue.y_test) for _ in range(2)]
+    a, info_a = table2.train_recommended(pue, cfg, seed=3, curves=curves[0])
+    b, info_b = table2.train_recommended(blind, cfg, seed=3, curves=curves[1])
+    assert info_a["choice"] == info_b["choice"] and info_a["choice"] in info_a["scores"]
+    assert info_a["scores"] == pytest.approx(info_b["scores"], abs=1e-6)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-6)
+    assert len(curves[0].history["accuracy"]) == cfg.epochs
+    direct = adp.fit_pue(lambda: table2.build_network(pue.x_pu.shape[1:]), pue.x_pu, pue.w_pu,
+                         pue.x_e, pue.e_e, epochs=2, batch_size=cfg.batch_size,
+                         validation_split=cfg.val_fraction, seed=3,
+                         learning_rate=cfg.learning_rate, verbose=0)
+    assert direct.choice == info_a["choice"]  # one implementation: the core's fit_pue
