@@ -65,6 +65,7 @@ def test_scores_are_the_exposure_brier_of_the_candidates_on_the_held_out_rows(da
     assert fit.model is fit.candidates[fit.choice]  # refit=False keeps the trained one
 
 
+@pytest.mark.slow
 def test_same_seed_same_choice_and_weights(data):
     runs = [adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, seed=3,
                         candidates=["bce_w", "likelihood", "adpue_rounds"], **FAST)
@@ -75,6 +76,7 @@ def test_same_seed_same_choice_and_weights(data):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dict_features_and_datasets_of_rows_give_the_same_fit(data):
     kwargs = dict(candidates=["bce_w", "brier"], **FAST)
     base = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, **kwargs)
@@ -100,6 +102,7 @@ def test_dict_features_and_datasets_of_rows_give_the_same_fit(data):
     assert dicts.model.predict(x, verbose=0).shape == (5, 1)
 
 
+@pytest.mark.slow
 def test_composite_choice_exports_and_serves_the_same_probabilities(data, tmp_path):
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
                       candidates=["ratio", "elkan_noto", "average"], **FAST)
