@@ -34,7 +34,12 @@ $(VENV)/.installed: $(BIN)/python setup.cfg setup.py pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,bench,docs]"
 	touch $@
 
-demo: $(VENV)/.installed
+# The demo needs only the package and scikit-learn (its data set).
+$(VENV)/.demo-installed: $(BIN)/python setup.cfg setup.py pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[demo]"
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(BIN)/adpue-tf demo
 
 $(FMNIST):

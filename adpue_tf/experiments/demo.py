@@ -90,7 +90,7 @@ def _load() -> tuple[np.ndarray, np.ndarray]:
         from sklearn.datasets import load_breast_cancer
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ImportError(
-            "The demo needs scikit-learn: pip install 'adpue_tf[bench]'."
+            "The demo needs scikit-learn: pip install 'adpue_tf[demo]'."
         ) from err
     bunch = load_breast_cancer()
     x = bunch.data.astype(np.float64)
@@ -118,7 +118,7 @@ def _trial(cfg: DemoConfig, x: np.ndarray, y: np.ndarray, seed: int,
         if method == "fit_pue":
             fit = adp.fit_pue(net, split.x_pu, split.w_pu, split.x_e, split.e_e,
                               epochs=cfg.epochs, batch_size=cfg.batch_size, seed=seed,
-                              learning_rate=cfg.learning_rate, verbose=0)
+                              learning_rate=cfg.learning_rate, min_steps=200, verbose=0)
             model, choice = fit.model, fit.choice
         else:
             keras.utils.set_random_seed(seed)
