@@ -119,7 +119,7 @@ def test_run_setting_has_the_column_per_trial(monkeypatch):
 def test_bench_linear_cli_writes_the_column(tmp_path):
     from adpue_tf import cli
 
-    x, y = _data(n=240)
+    x, y = _data(n=420)  # 300 test rows (the bench's n_test), 120 training rows
     lines = [f"{2 if yi else 1} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(row))
              for row, yi in zip(x, y)]
     (tmp_path / "synth.svm").write_text("\n".join(lines) + "\n")
