@@ -4,8 +4,9 @@ Each trial's training rows come packed as ``(W, E, source)`` (the layout of
 :mod:`adpue_tf.labels`); the column gives :func:`adpue_tf.fit_pue` that
 trial's PU rows with their ``W`` and its E rows with their ``E``, never a
 hidden ``Y`` or a test label, with the linear net
-``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` and seed
-``seed + t``. ``fit_pue`` chooses among its candidates on held-out PU and E
+``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` (carrying the
+L2 penalty ``l2·‖w‖²`` of the other columns, ``l2`` = the bench's ``l2`` unless
+``recommended_l2`` says otherwise) and seed ``seed + t``. ``fit_pue`` chooses among its candidates on held-out PU and E
 rows and refits the choice on all of them; the column scores the refitted
 model's logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
 
@@ -48,7 +49,8 @@ class RecommendedConfig:
         batch_size: rows per batch.
         rounds: alternate-learning rounds of the ADPUE candidates.
         validation_split: share of the PU and E rows held out to choose.
-        candidates: names of ``adp.recommend.CANDIDATES`` (None: all).
+        candidates: names of ``adp.recommend.CANDIDATES`` (None: fit_pue's default).
+        l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none).
     """
 
     epochs: int = 20
@@ -58,6 +60,7 @@ class RecommendedConfig:
     rounds: int = 10
     validation_split: float = 0.2
     candidates: tuple[str, ...] | None = None
+    l2: float = 0.0
 
 
 def from_bench(cfg: Any) -> RecommendedConfig:
@@ -68,14 +71,18 @@ def from_bench(cfg: Any) -> RecommendedConfig:
         >>> from_bench(LinearBenchConfig(recommended_epochs=5)).epochs
         5
     """
-    cand = cfg.recommended_candidates
+    cand, l2 = cfg.recommended_candidates, cfg.recommended_l2
     return RecommendedConfig(
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
-        min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand))
+        min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand),
+        l2=float(cfg.l2 if l2 is None else l2))
 
 
-def _linear(d: int) -> Callable[[], keras.Model]:
-    return lambda: keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])
+def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
+    def build() -> keras.Model:
+        reg = keras.regularizers.L2(l2) if l2 > 0 else None
+        return keras.Sequential([keras.Input((d,)), keras.layers.Dense(1, kernel_regularizer=reg)])
+    return build
 
 
 def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: int = 0,
@@ -112,7 +119,7 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
     if x.ndim != 3 or y.shape != (*x.shape[:2], 3):
         raise ValueError(f"`x` must be (trials, rows, features) and `y` (trials, rows, 3); "
                          f"got {x.shape} and {y.shape}.")
-    build = _linear(x.shape[2])
+    build = _linear(x.shape[2], cfg.l2)
     models: list[keras.Model] = []
     chosen: dict[str, list[Any]] = {"choice": [], "score": [], "seconds": []}
     for t in range(len(x)):

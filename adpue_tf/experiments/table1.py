@@ -109,9 +109,9 @@ class LinearBenchConfig:
         ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
         exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
-        recommended: run the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
-        recommended_epochs, recommended_learning_rate, recommended_min_steps,
-            recommended_candidates: its settings (``recommended.from_bench``).
+        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
+        recommended_epochs, recommended_learning_rate, recommended_min_steps, recommended_candidates,
+            recommended_l2 (None: ``l2``): its settings (``recommended.from_bench``).
     """
 
     trials: int = 100
@@ -144,6 +144,7 @@ class LinearBenchConfig:
     recommended_learning_rate: float = 0.01
     recommended_min_steps: int = 500
     recommended_candidates: tuple[str, ...] | None = None
+    recommended_l2: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 2:

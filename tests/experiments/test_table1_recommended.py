@@ -35,6 +35,8 @@ def test_settings_come_from_the_bench_config():
     assert (r.epochs, r.min_steps, r.learning_rate, r.candidates) == (
         2, 10, 0.01, ("bce_w", "ratio", "brier"))
     assert table1.LinearBenchConfig().recommended_learning_rate == 0.01
+    assert r.l2 == CFG.l2 == 0.01  # the penalty every other column carries
+    assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=0.0)).l2 == 0.0
     assert "Recommended" in table1.pue_methods(CFG)
     assert "Recommended" not in table1.pue_methods(dataclasses.replace(CFG, recommended=False))
 
@@ -57,6 +59,7 @@ def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
         seen.append((x_pu, w, x_e, e, kw))
         net = build_net()
         assert net.output_shape == (None, 1) and len(net.layers) == 1  # linear, one logit
+        assert net.losses  # the L2 penalty
         return _FakeFit()
 
     monkeypatch.setattr(adp, "fit_pue", spy)

@@ -321,8 +321,8 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
             "(W) and E rows (E) only: every candidate trained on 80 % of them, the one with "
             "the lowest held-out exposure Brier score refitted on all (epochs ≤ "
             f"{r.epochs}, Adam learning rate {r.learning_rate}, ≥ {r.min_steps} steps per "
-            "net, no L2 penalty; candidates "
-            f"{', '.join(r.candidates) if r.candidates else 'all'}).", ""]
+            f"net, L2 penalty {r.l2:g}·‖w‖²; candidates "
+            f"{', '.join(r.candidates) if r.candidates else 'fit_pue default'}).", ""]
     if cfg.exposure_mechanism != "paper":
         lines += [f"**Exposure mechanism: {cfg.exposure_mechanism}** (not the paper's formula): "
                   + mechanisms.DESCRIPTIONS[cfg.exposure_mechanism], ""]
