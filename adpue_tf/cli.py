@@ -103,7 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     linear.add_argument("--recommended-min-steps", type=int, default=500,
                         help="Recommended: fit_pue's min_steps")
     linear.add_argument("--recommended-candidates", type=_names, default=None,
-                        help="Recommended: comma-separated fit_pue candidates (default all)")
+                        help="Recommended: comma-separated fit_pue candidates (default: "
+                             "fit_pue's)")
+    linear.add_argument("--recommended-l2", type=float, default=None,
+                        help="Recommended: L2 penalty of the linear net (default: the one "
+                             "every other column carries, 0.01; 0: none)")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
     neural.add_argument("--ratios", type=_floats, default=(0.1, 0.3, 0.5, 0.7, 0.9),
                         help="separate ratios")
@@ -212,6 +216,7 @@ def _bench(args: argparse.Namespace) -> int:
                                 recommended_learning_rate=args.recommended_lr,
                                 recommended_min_steps=args.recommended_min_steps,
                                 recommended_candidates=args.recommended_candidates,
+                                recommended_l2=args.recommended_l2,
                                 **common)
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
     else:
