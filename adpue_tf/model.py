@@ -69,6 +69,7 @@ from keras import ops
 from adpue_tf import _rows
 from adpue_tf._batch import num_replicas
 from adpue_tf._checks import check_int
+from adpue_tf._convention import check_output_convention
 from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
@@ -284,7 +285,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 f"adp.ADPUELoss()), got {type(loss).__name__}.")
         _check_from_logits("net", self.net, loss.from_logits)
         if self.initial_model is not None:
-            _check_from_logits("initial_dagger", self.initial_model, loss.from_logits)
+            check_output_convention("`initial_dagger`", self.initial_model, from_logits=loss.from_logits)
         if self.initial_model is not None and not loss.uses_dagger:
             raise ValueError(
                 f"`loss` {type(loss).__name__} does not use f†, so an `initial_dagger` "

@@ -235,7 +235,8 @@ def _v_half():
 
 VALIDATION_CASES = [
     ("unknown criterion", lambda: _v_score(criterion="val_risk"),
-     (ValueError, r"`criterion` must be one of \['exposure_likelihood', 'reference_risk'\]")),
+     (ValueError, r"`criterion` must be one of \['exposure_likelihood', 'reference_risk', "
+                  r"'exposure_brier'\]")),
     ("reference with the likelihood", lambda: _v_score(reference=_v_half()),
      (ValueError, "`reference` is used by criterion='reference_risk' only")),
     ("reference and exposure_model", lambda: _v_score(
@@ -255,8 +256,8 @@ VALIDATION_CASES = [
      (ValueError, "`x_pu` contains 1 NaN or infinite")),
     ("x_pu a vector", lambda: _v_score(x_pu=_V_X[:, 0]),
      (ValueError, r"`x_pu` must have shape \(n, n_features, ...\)")),
-    ("x_pu feature dict", lambda: _v_score(x_pu={"a": _V_X}),
-     (TypeError, "`x_pu` must be an array of features")),
+    ("x_pu feature dict, x_e an array", lambda: _v_score(x_pu={"a": _V_X}),
+     (ValueError, r"`x_e` has feature shape \(2,\) but `x_pu` has \{'a': \(2,\)\}")),
     ("x_e other width", lambda: _v_score(x_e=_np.ones((40, 3))),
      (ValueError, r"`x_e` has feature shape \(3,\) but `x_pu` has \(2,\)")),
     ("x_e missing, θ̂ to fit", lambda: _v_score(x_e=None, e=None),
@@ -635,7 +636,7 @@ LOSS_MODEL_CALLBACK_CASES = [
     ("sigmoid initial_dagger with from_logits=True", lambda t: _adp.DebiasedModel(
         _b1_net(), initial_dagger=_b1_net(activation="sigmoid")).compile(
             "sgd", loss=_adp.ADPUELoss(from_logits=True)),
-     (ValueError, "`initial_dagger` ends in a sigmoid")),
+     (ValueError, "`initial_dagger` ends with a sigmoid")),
     # non-finite values (issue 10 #7, #10)
     ("NaN logits", lambda t: _adp.ADPUELoss(from_logits=True)(
         _b1_PUE, _b1_np.array([[_b1_np.nan], [0], [0], [0]], _b1_np.float32)),
