@@ -5,8 +5,11 @@ the PU rows and of the E rows; train every candidate of
 :mod:`adpue_tf.recommend.candidates` on the rest; score each on the held-out
 rows by the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``, whose
 expectation is ``E_x[θ·(f - p)²]`` plus a constant — proper for ``p(y=1|x)``
-and free of any exposure model ``θ̂``, so a wrong ``θ̂`` cannot tilt the
-choice; refit the winner on every row with the epochs chosen.
+and free of any exposure model ``θ̂``; among the candidates within
+``tolerance`` standard errors of the best by it, the held-out likelihood of
+``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
+``θ̂`` can only choose among candidates the Brier score cannot separate);
+refit the winner on every row with the epochs chosen.
 """
 
 from __future__ import annotations
@@ -208,7 +211,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True,
-            tolerance: float = 1.0) -> PUEFit:
+            tolerance: float = 2.0) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, refit the choice on all rows.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
@@ -307,8 +310,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     theta_ok = select.try_get("theta") is not None
     nll = {n: select.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: select.paired_se(n, best) for n in trained}
-    # The Brier score decides; among the candidates it cannot tell from the best
-    # (within `tolerance` standard errors), the likelihood under θ̂ breaks the tie.
+    # The Brier score (no θ̂) bounds the choice to the candidates it cannot tell from
+    # the best (within `tolerance` standard errors); among them the likelihood
+    # under θ̂, sharper when θ̂ is right, decides (benchmarks/results/selection.md).
     close = [n for n in trained
              if select.scores[n] - select.scores[best] <= tolerance * gap_se[n]]
     choice = min(close, key=lambda n: (nll[n], names.index(n))) if nll else best
