@@ -153,8 +153,12 @@ def model_tuner_probes() -> list[Probe]:
             _dense(), initial_dagger="half"), "`initial_dagger`"),
         Probe("DebiasedModel: initial_dagger a two-unit model", lambda t: adp().DebiasedModel(
             _dense(), initial_dagger=_dense(units=2)), "`initial_dagger`"),
-        Probe("DebiasedModel: a logit model as initial_dagger", lambda t: _compile_fit(
-            adp().ADPUELoss(from_logits=True), initial=_dense(dim=2)), "`initial_dagger`"),
+        # with from_logits=True the initial guess speaks logits, like the net (documented)
+        Probe("DebiasedModel: a logit model as initial_dagger, from_logits=True",
+              lambda t: _compile_fit(adp().ADPUELoss(from_logits=True), initial=_dense(dim=2))),
+        Probe("DebiasedModel: a logit model as initial_dagger, from_logits=False",
+              lambda t: _compile_fit(adp().ADPUELoss(from_logits=False),
+                                     initial=_dense(dim=2)), "`initial_dagger`"),
         Probe("DebiasedModel: a loss without f-dagger", lambda t: _compile_fit(
             adp().ADSLoss()), "(f†|dagger|ADSLoss)"),
         Probe("DebiasedHyperModel: build_net with two outputs", lambda t: hm(

@@ -270,10 +270,7 @@ def test_tuner_demo_and_benches_resolve_losses_in_the_registry():
     objectives = pytest.importorskip("adpue_tf.tuning.objectives")
     assert objectives.LOSSES is losses_lib.LOSSES
     assert objectives.loss_class("ADPE") is adp.ADPELoss
-    from adpue_tf.experiments import demo, table1
-    assert type(demo._loss("nnPU", 0.3)) is adp.NNPULoss
-    assert demo._loss("nnPU", 0.3).get_config()["prior"] == 0.3
-    assert type(demo._loss("ADPUE", 0.3)) is adp.ADPUELoss
+    from adpue_tf.experiments import table1
     assert table1._risk("ADPUE") is risks.adpue and table1._risk("uPU") is risks.upu
 
 
@@ -308,6 +305,9 @@ ALL_OPTIONS = {
     "nnpu": dict(prior=0.4, surrogate="sigmoid", non_negative=False, beta=0.1, gamma=0.5),
     "pnu": dict(prior=0.4, eta=-0.5),
     "ips": dict(clip=0.2),
+    "exposure_likelihood": {},
+    "exposure_brier": {},
+    "exposed_pu": dict(non_negative=False, beta=0.1, gamma=0.5),
 }
 
 
