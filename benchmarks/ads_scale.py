@@ -87,7 +87,7 @@ DESCRIPTIONS = {
 }
 #: Methods run besides METHODS when asked for (``--extra``).
 EXTRA = ("recipe",)
-#: Targets of issue 11 (10M logged rows).
+#: The ads-scale targets (10M logged rows).
 IPS_CLIP = 0.05
 RESULT = "RESULT "
 

@@ -61,7 +61,7 @@ def _fashion(tmp, n_images=5, n_labels=3):
 
 
 DATA_CASES = [
-    # builders (issue 10 #6, #10)
+    # builders
     ("pue e all 0", lambda t: _adpc.data.pue_dataset(_XA, _WA, _XB, _np.zeros(8)),
      (ValueError, r"`e` holds no exposure \(all 8 values are 0\)")),
     ("sse_pu e_sse all 0", lambda t: _adpc.data.sse_pu_dataset(_XA, 0 * _WA, 0 * _WA, _XB, _EB),
@@ -80,7 +80,7 @@ DATA_CASES = [
      (ValueError, "`batch_size` must be at least 2")),
     ("pue shares of 3", lambda t: _adpc.data.pue_dataset(_XA, _WA, _XB, _EB, shares=[1, 1, 1]),
      (ValueError, r"`shares` needs 2 weight\(s\)")),
-    # structured features and TFRecord logs (issue 11)
+    # structured features and TFRecord logs
     ("pue dict keys differ", lambda t: _adpc.data.pue_dataset(
         {"id": _np.arange(12), "ctx": _XA}, _WA, {"id": _np.arange(8)}, _EB),
      (ValueError, "Feature structures differ: `x_pu` rows are .* but `x_e` rows are")),
@@ -90,7 +90,7 @@ DATA_CASES = [
     ("read_tfrecords no file", lambda t: _adpc.data.read_tfrecords(
         str(t / "*.tfrecord"), {"id": __import__("tensorflow").io.FixedLenFeature([], "int64")}),
      (FileNotFoundError, r"`files`: no file matches '.*\*\.tfrecord'")),
-    # pack_labels (issue 10 #10)
+    # pack_labels
     ("pack_labels n=2.7", lambda t: _adpc.pack_labels(_adpc.Source.P, n=2.7),
      (TypeError, r"`n` must be an int, got 2\.7")),
     ("pack_labels n=0", lambda t: _adpc.pack_labels(_adpc.Source.U, n=0),
@@ -99,7 +99,7 @@ DATA_CASES = [
      (ValueError, "`w` is ragged")),
     ("pack_labels complex e", lambda t: _adpc.pack_labels(_adpc.Source.E, e=[1j, 0]),
      (TypeError, "`e` must hold real numbers")),
-    # loaders (issue 10 #9; issue 8's data files)
+    # loaders
     ("libsvm nan", lambda t: _datasets.load_libsvm("german", verify=False, data_dir=_file(
         "german.numer_scale", b"+1 1:0.5\n-1 1:nan\n")(t)),
      (ValueError, r"german.numer_scale, line 2: value 'nan' is not finite")),
@@ -606,7 +606,7 @@ def _b1_load_unregistered(tmp):
 
 
 LOSS_MODEL_CALLBACK_CASES = [
-    # wrong loss for the data (issue 10 #3)
+    # wrong loss for the data
     ("ADPUELoss on SSE rows", lambda t: _adp.ADPUELoss(from_logits=True)(_b1_SSE, _b1_Z4[:3]),
      (ValueError, r"ADPUELoss reads rows of source\(s\) PU, E .* holds rows of SSE: 3")),
     ("ADPUELoss on SSE rows, graph", lambda t: _b1_graph(
@@ -619,7 +619,7 @@ LOSS_MODEL_CALLBACK_CASES = [
     ("DoubleADSSLoss on PUE rows in fit", lambda t: _b1_fit(
         _adp.DoubleADSSLoss(from_logits=True), _b1_PUE),
      (_b1_GRAPH, r"DoubleADSSLoss reads rows of source\(s\) SSE")),
-    # from_logits mismatch (issue 10 #5)
+    # from_logits mismatch
     ("logits with from_logits=False", lambda t: _adp.ADPUELoss()(_b1_PUE, _b1_Z4 + 2.0),
      (ValueError, r"outside \[0, 1\].*from_logits=False")),
     ("logits with from_logits=False in fit", lambda t: _b1_fit(
@@ -637,7 +637,7 @@ LOSS_MODEL_CALLBACK_CASES = [
         _b1_net(), initial_dagger=_b1_net(activation="sigmoid")).compile(
             "sgd", loss=_adp.ADPUELoss(from_logits=True)),
      (ValueError, "`initial_dagger` ends with a sigmoid")),
-    # non-finite values (issue 10 #7, #10)
+    # non-finite values
     ("NaN logits", lambda t: _adp.ADPUELoss(from_logits=True)(
         _b1_PUE, _b1_np.array([[_b1_np.nan], [0], [0], [0]], _b1_np.float32)),
      (ValueError, "ADPUELoss: the loss is NaN or infinite")),
@@ -645,7 +645,7 @@ LOSS_MODEL_CALLBACK_CASES = [
         _adp.DebiasedModel(_b1_net())), (_b1_GRAPH, r"NaN or inf found in `x\[0\]`")),
     ("NaN feature in a tf.data pipeline, plain model", lambda t: _b1_nan_pipeline(_b1_net()),
      (_b1_GRAPH, "the loss is NaN or infinite|exploded values")),
-    # checks inside fit / tf.function (issue 10 #8)
+    # checks inside fit / tf.function
     ("negative sample_weight in fit", lambda t: _b1_fit(
         _adp.ADPUELoss(from_logits=True), _b1_PUE, sample_weight=-_b1_np.ones(4)),
      (_b1_GRAPH, "`sample_weight` must be finite and non-negative")),
@@ -667,7 +667,7 @@ LOSS_MODEL_CALLBACK_CASES = [
      (ValueError, r"`initial_dagger` takes inputs of shape \[\(3,\)\] but `net` takes")),
     ("unregistered subclassed net in a .keras file", _b1_load_unregistered,
      (ValueError, r"could not rebuild its `net` \('_b1_Unregistered'\).*register")),
-    # RefreshDagger (issue 10 #10)
+    # RefreshDagger
     ("RefreshDagger both periods", lambda t: _adp.RefreshDagger(every_n_epochs=1,
                                                                 every_n_steps=5),
      (ValueError, "Give one of `every_n_epochs` and `every_n_steps`, not both")),

@@ -57,7 +57,7 @@ def test_refresh_schedule_with_steps_per_execution(pue):
     ({"every_n_steps": 5}, 4, 9),    # steps are counted by the optimizer across fits
 ])
 def test_every_fit_does_its_own_refreshes(pue, kwargs, first, second):
-    """Issue 10 #4: a second fit() used to refresh 0 times (Keras restarts epochs at 0)."""
+    """A second fit() used to refresh 0 times (Keras restarts epochs at 0)."""
     model = _model()
     model.fit(pue, epochs=3, verbose=0, callbacks=[adp.RefreshDagger(**kwargs)])
     assert model.refreshes == first

@@ -280,7 +280,7 @@ BAD = [
     ("pe", {"a0": _as_dataset(X["p"].astype(str))}, TypeError, "`x_p`"),
     ("pe", {"a0": _as_dataset(np.zeros((0, D)))}, ValueError, "`x_p`"),
     ("sse", {"a0": _as_dataset(X["sse"], W_SSE), "a1": None, "a2": None}, ValueError, "x_sse"),
-    # issue 10 #10: zero-width, complex, ragged, beyond float32
+    # zero-width, complex, ragged, beyond float32
     ("pue", {"a0": np.zeros((N["pu"], 0))}, ValueError, "`x_pu` has zero-width features"),
     ("pe", {"a0": np.zeros((N["p"], 3, 0))}, ValueError, "`x_p` has zero-width features"),
     ("pe", {"a0": _as_dataset(np.zeros((N["p"], 0)))}, ValueError,
@@ -291,7 +291,7 @@ BAD = [
     ("pue", {"a0": [[1.0, 2.0, 3.0]] * (N["pu"] - 1) + [[1.0]]}, ValueError, "`x_pu` is ragged"),
     ("pue", {"a3": [[1], [0, 1]] + [[1]] * (N["e"] - 2)}, ValueError, "`e` is ragged"),
     ("fpue", {"a1": _with(X["u"], (3, 1), 1e39)}, ValueError, "`x_u` holds 1e\\+39, beyond the float32"),
-    # issue 10 #6: an exposure log with no exposure
+    # an exposure log with no exposure
     ("pue", {"a3": np.zeros(N["e"])}, ValueError, "`e` holds no exposure \\(all 9 values are 0\\)"),
     ("pe", {"a2": np.zeros((N["e"], 1))}, ValueError, "`e` holds no exposure"),
     ("fpue", {"a3": np.zeros(N["e"])}, ValueError, "`e` holds no exposure"),
@@ -443,7 +443,7 @@ def test_keras_fit_consumes_the_dataset():
     assert np.all(np.isfinite(history.history["loss"]))
 
 
-# ------------------------------------------------------------------ structured features (issue 11)
+# ------------------------------------------------------------------ structured features
 
 _DEVICES = np.array(["android", "ios", "web"])
 
@@ -642,7 +642,7 @@ def test_keras_functional_model_fits_structured_batches():
     assert len(history.history["loss"]) == 2 and np.all(np.isfinite(history.history["loss"]))
 
 
-# ------------------------------------------------------------------ TFRecord logs (issue 11)
+# ------------------------------------------------------------------ TFRecord logs
 
 SPEC = {"id": tf.io.FixedLenFeature([], tf.int64), "device": tf.io.FixedLenFeature([], tf.string),
         "ctx": tf.io.FixedLenFeature([2], tf.float32), "w": tf.io.FixedLenFeature([], tf.int64),

@@ -392,7 +392,7 @@ def test_bad_surrogate(value, err):
         risks.nnpu(pack_pu([1, 0]), [[0.0], [0.0]], prior=0.3, surrogate=value)
 
 
-# --- issue 10: wrong data, from_logits, non-finite values, checks in graph mode ------------
+# --- wrong data, from_logits, non-finite values, checks in graph mode ------------
 
 from adpue_tf.labels import pack_e  # noqa: E402
 

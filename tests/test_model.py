@@ -214,7 +214,7 @@ def test_loss_not_a_debiased_loss():
         model.compile("sgd", loss="binary_crossentropy")
 
 
-# -- issue 10: from_logits mismatch, non-finite values, obscure errors made clear ------
+# -- from_logits mismatch, non-finite values, obscure errors made clear ------
 
 def _sigmoid_net(seed=0, dim=2):
     keras.utils.set_random_seed(seed)

@@ -1,6 +1,6 @@
 """The recommended ADPUE recipe for linear models, every trial at once (Table 1's ``ADPUE``).
 
-Issue 9 measured that direct minimisation of nnPUE (``f† = stop_gradient(σ(z))``)
+Table 1 measured that direct minimisation of nnPUE (``f† = stop_gradient(σ(z))``)
 settles on a finite-sample fixed point that predicts far too many positives,
 that alternate learning helps only in its first rounds, and that the L2
 strength matters. So the number of rounds ``T`` and the L2 strength are

@@ -15,7 +15,7 @@ formulation: nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE; 3SE — ADS, PN
 ``π_y``), AD3SE. After every epoch the test accuracy, precision and recall are
 recorded for the curves of Figures 3-4.
 
-``ADPUE`` is the recommended recipe, as in Table 1 (issue 9): alternate
+``ADPUE`` is the recommended recipe, as in Table 1: alternate
 learning (:class:`adpue_tf.DebiasedModel` + :class:`adpue_tf.RefreshDagger`, a
 refresh every ``refresh_every`` epochs) from ``f†₀ = mean(W)`` (the PU
 positive rate of the training rows), the round chosen by

@@ -243,7 +243,7 @@ def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 def _targets(results: dict, rate: float) -> list[list[str]]:
-    """Issue 9's targets for ADPUE (inductive) on australian and german, where present."""
+    """The targets for ADPUE (inductive) on australian and german, where present."""
     rows = []
     for alpha, by_name in results.items():
         for name in ("australian", "german"):
@@ -367,7 +367,7 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
                                  rec_rows)]
     target_rows = [r for rate in rates for r in _targets(by_rate[rate], rate)]
     if target_rows:
-        lines += ["", "## Targets (issue 9; ADPUE, inductive)", "",
+        lines += ["", "## Targets (ADPUE, inductive)", "",
                   "ADPUE ≥ Logit + 2 paired SE; ≥ the paper's ADPUE where the paper's ADPUE "
                   "beats its own Logit; ≥ Ratio − 0.02.", "",
                   markdown_table(["θ(e=1)", "α", "data set", "ADPUE", "vs Logit",
