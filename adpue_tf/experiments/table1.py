@@ -110,8 +110,9 @@ class LinearBenchConfig:
         exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
         recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
-        recommended_epochs, recommended_learning_rate, recommended_min_steps, recommended_candidates,
-            recommended_l2 (None: ``l2``): its settings (``recommended.from_bench``).
+        recommended_epochs, recommended_learning_rate, recommended_min_steps: its settings
+            (``recommended.from_bench``); likewise ``recommended_candidates`` and
+            ``recommended_l2`` (None: ``l2``).
     """
 
     trials: int = 100
