@@ -41,6 +41,7 @@ import tensorflow as tf
 
 from adpue_tf import losses
 from adpue_tf._guards import DIVERGED
+from adpue_tf._numpy import sigmoid as _sigmoid
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
@@ -79,10 +80,6 @@ class Settings:
 
 class Failed(Exception):
     """A candidate could not be trained (its net diverged before any usable epoch)."""
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
 
 
 def _log_loss(y: np.ndarray, z: np.ndarray) -> float:

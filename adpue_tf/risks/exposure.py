@@ -41,6 +41,19 @@ __all__ = ["exposure_likelihood", "exposure_brier", "exposed_pu"]
 _EPS = 1e-7
 
 
+def log_probs(z: Any, theta: Any) -> tuple[Any, Any]:
+    """``log s`` and ``log(1 - s)`` for ``s = σ(z)·θ``, stable for any logit ``z``.
+
+    ``θ`` is clipped to ``[1e-7, 1 - 1e-7]``;
+    ``log(1 - σ(z)θ) = softplus(z + log(1 - θ)) - softplus(z)``. The one
+    implementation behind this risk and :func:`adpue_tf.validation.exposure_nll`.
+    """
+    theta = ops.clip(ops.cast(theta, "float32"), _EPS, 1.0 - _EPS)
+    log_s = -ops.softplus(-z) + ops.log(theta)
+    log_not_s = ops.softplus(z + ops.log1p(-theta)) - ops.softplus(z)
+    return log_s, log_not_s
+
+
 def exposure_likelihood(
     y_true: Any, y_pred: Any, *, from_logits: bool = False, sample_weight: Any = None,
 ) -> RiskTerms:
@@ -76,9 +89,7 @@ def exposure_likelihood(
             "exposure_model).")
     b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
     pu = b.is_source(Source.PU)
-    theta = ops.clip(b.dagger, _EPS, 1.0 - _EPS)
-    log_s = -b.l1 + ops.log(theta)
-    log_not_s = ops.softplus(b.z + ops.log1p(-theta)) - b.l0
+    log_s, log_not_s = log_probs(b.z, b.dagger)
     return no_correction(b.mean(-b.w * log_s, pu), b.mean(-(1.0 - b.w) * log_not_s, pu))
 
 

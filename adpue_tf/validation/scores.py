@@ -27,13 +27,12 @@ from adpue_tf.data.rows import layout
 from adpue_tf.exposure import RatioModel, _rows, _take_rows, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
+from adpue_tf.risks.exposure import log_probs
 
 __all__ = ["CRITERIA", "exposure_brier_score", "exposure_nll", "validation_score"]
 
 #: The observable criteria of :func:`validation_score`.
 CRITERIA = ("exposure_likelihood", "reference_risk", "exposure_brier")
-#: ``θ̂`` is clipped to ``[_EPS, 1 - _EPS]`` inside the likelihood.
-_EPS = 1e-7
 #: Slack on the ``[0, 1]`` range check of a yardstick's output.
 _RANGE_SLACK = 1e-6
 
@@ -41,17 +40,6 @@ Yardstick = Any  # a keras.Model or a callable x -> values in [0, 1]
 
 
 # -- the math (keras.ops, float32, from logits) ---------------------------------------
-def _log_probs(z: Any, theta: Any) -> tuple[Any, Any]:
-    """``log s`` and ``log(1 - s)`` for ``s = σ(z)·θ``, stable for any logit ``z``.
-
-    ``log(1 - σ(z)θ) = softplus(z + log(1 - θ)) - softplus(z)``.
-    """
-    theta = ops.clip(ops.cast(theta, "float32"), _EPS, 1.0 - _EPS)
-    log_s = -ops.softplus(-z) + ops.log(theta)
-    log_not_s = ops.softplus(z + ops.log1p(-theta)) - ops.softplus(z)
-    return log_s, log_not_s
-
-
 def exposure_nll(w: Any, z: Any, theta: Any) -> Any:
     """Per-row negative log-likelihood of ``W`` under ``P(W=1|x) = σ(z)·θ``.
 
@@ -69,7 +57,7 @@ def exposure_nll(w: Any, z: Any, theta: Any) -> Any:
     """
     w = ops.cast(ops.convert_to_tensor(w), "float32")
     z = ops.cast(ops.convert_to_tensor(z), "float32")
-    log_s, log_not_s = _log_probs(z, theta)
+    log_s, log_not_s = log_probs(z, theta)
     return -(w * log_s + (1.0 - w) * log_not_s)
 
 
