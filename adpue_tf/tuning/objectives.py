@@ -10,14 +10,19 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import keras
 import keras_tuner
 
 from adpue_tf import losses as losses_lib
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.validation import CRITERIA
+from adpue_tf.risk_tracking import RiskMetric
+from adpue_tf.validation import CRITERIA, ExposureLikelihood, ReferenceRisk
 
 __all__ = ["CRITERIA", "EXPOSURE_NLL", "LOSSES", "L_RISK", "REF_RISK", "default_criterion",
-           "objective"]
+           "objective", "objective_metric"]
 
 #: The losses by key, for ``DebiasedHyperModel(loss=...)``: the package's
 #: registry, :data:`adpue_tf.losses.LOSSES`.
@@ -40,6 +45,7 @@ _SSE_LOSSES: tuple[type[DebiasedLoss], ...] = (
     losses_lib.AD3SELoss,
     losses_lib.PNULoss,
 )
+
 
 def loss_class(loss: str | type[DebiasedLoss]) -> type[DebiasedLoss]:
     """Resolve a loss key, class name or class (:func:`adpue_tf.losses.get_class`)."""
@@ -134,3 +140,44 @@ def objective(loss: str | type[DebiasedLoss],
     else:
         name = EXPOSURE_NLL if criterion == "exposure_likelihood" else REF_RISK
     return keras_tuner.Objective(f"val_{name}", direction="min")
+
+
+def objective_metric(loss: str | type[DebiasedLoss], criterion: str | None = None, *,
+                     prior: float | None = None,
+                     loss_options: Mapping[str, Any] | None = None) -> keras.metrics.Metric:
+    """The metric :func:`objective` reads (without its ``val_`` prefix), to compile with.
+
+    ``l_risk``: the L risk (:class:`~adpue_tf.losses.ADSLoss`'s risk);
+    ``ref_risk``: the loss at the reference options (``prior``, fixed
+    ``loss_options``, the tuned entries at the loss's defaults), or nnPUE at
+    its defaults for a loss without ``f†`` (the PU baselines, on PUE data);
+    ``exposure_nll``: the exposure likelihood, with ``prior`` as ``q(w=1)``
+    for PE/FPUE data (a PU baseline's prior is ``p(y=1)``, not used).
+
+    Args:
+        loss: a name of :data:`LOSSES` or a :class:`DebiasedLoss` subclass.
+        criterion: as for :func:`objective`.
+        prior: the reference class prior, for losses that take one.
+        loss_options: the loss's fixed options.
+
+    Returns:
+        A fresh ``keras.metrics.Metric`` named after the objective.
+
+    Example:
+        >>> objective_metric("adpue").name, objective_metric("ads").name
+        ('exposure_nll', 'l_risk')
+    """
+    cls = loss_class(loss)
+    name = objective(cls, criterion).name.removeprefix("val_")
+    if name == L_RISK:
+        return RiskMetric(losses_lib.ADSLoss(from_logits=True), part="risk", name=L_RISK)
+    if name == REF_RISK:
+        if not cls.uses_dagger:
+            return ReferenceRisk(losses_lib.ADPUELoss(from_logits=True), name=REF_RISK)
+        kwargs: dict[str, Any] = {"from_logits": True, **(loss_options or {})}
+        if prior is not None:
+            kwargs["prior"] = prior
+        return ReferenceRisk(cls(**kwargs), name=REF_RISK)
+    p_data = issubclass(cls, (losses_lib.ADPELoss, losses_lib.ADFPULoss))
+    return ExposureLikelihood(from_logits=True, prior=prior if p_data else None,
+                              name=EXPOSURE_NLL)
