@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adpue_tf as adp
-from adpue_tf import _batch, correction
 from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_sse, pack_u
+from adpue_tf.risks import _batch, correction
 
 import reference as ref
 

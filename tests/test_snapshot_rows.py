@@ -1,7 +1,7 @@
 """The snapshot of DebiasedModel runs on the rows that read f† only; loss and gradients unchanged.
 
 The reference is the full-batch path (the snapshot on every row), which the
-model takes when :func:`adpue_tf._rows.dagger_sources` returns None; each test
+model takes when :func:`adpue_tf.risks._rows.dagger_sources` returns None; each test
 compares the two on the same weights and batches: eagerly, in a
 ``tf.function``, under XLA, with an initial-guess model or constant, with a
 feature dict, for each loss that reads ``f†``, through ``fit`` and under
@@ -23,8 +23,9 @@ import tensorflow as tf
 from keras import ops
 
 import adpue_tf as adp
-from adpue_tf import _rows, synthetic
+from adpue_tf import synthetic
 from adpue_tf.labels import Source
+from adpue_tf.risks import _rows
 
 DIM = 4
 ROOT = Path(__file__).resolve().parents[1]
@@ -311,7 +312,8 @@ _MIRRORED = textwrap.dedent("""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras, adpue_tf as adp
-    from adpue_tf import _rows, synthetic
+    from adpue_tf import synthetic
+    from adpue_tf.risks import _rows
     s = synthetic.synthetic_pue(800, 800, dim=4, seed=1)
     full = _rows.dagger_sources
     _rows.MIN_WORK = 0  # gather on these small batches too

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf._checks import check_int
-from adpue_tf._streams import Stream, make_stream
+from adpue_tf.data._streams import Stream, make_stream
 from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",

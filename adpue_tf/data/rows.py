@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._streams import _leaf_array, _map_leaves
+from adpue_tf.data._streams import _leaf_array, _map_leaves
 from adpue_tf.labels import check_binary
 
 __all__ = ["Rows", "as_rows", "layout", "split_indices"]

@@ -8,7 +8,7 @@ logits: ``ℓ1(z) = softplus(-z)``, ``ℓ0(z) = softplus(z)``.
 non-negative correction acts on ``R-``). For nnPE and FPUE the proxy's
 correction ``C`` is reported in neither: ``risk = R+ + max(R-, 0) + C``.
 
-The non-negative correction is in :mod:`adpue_tf.correction`.
+The non-negative correction is in :mod:`adpue_tf.risks.correction`.
 
 One vocabulary, as Keras's ``huber`` / ``Huber`` / ``"huber"``: the function
 ``adpue`` is wrapped by :class:`adpue_tf.losses.ADPUELoss`, whose registry key
@@ -27,8 +27,9 @@ Example:
     0.6931
 """
 
-from adpue_tf.correction import RiskTerms
+from adpue_tf.risks import correction
 from adpue_tf.risks.baselines import ips, logit, nnpu, pnu, upu
+from adpue_tf.risks.correction import RiskTerms, corrected, global_value, no_correction
 from adpue_tf.risks.debiasing import (
     ad3se,
     adfpu,
@@ -42,6 +43,9 @@ from adpue_tf.risks.exposure import exposed_pu, exposure_brier, exposure_likelih
 
 __all__ = [
     "RiskTerms",
+    "corrected",
+    "global_value",
+    "no_correction",
     "adpue",
     "adpe",
     "adfpu",

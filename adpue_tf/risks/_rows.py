@@ -2,7 +2,7 @@
 
 Every risk of :mod:`adpue_tf.risks` that reads ``f†`` reads it through
 ``a = f†·(1 - E)`` averaged over the rows of one source (``Batch.a`` in
-:mod:`adpue_tf._batch`): the exposure rows (source ``E``) for ADPUE, ADPE and
+:mod:`adpue_tf.risks._batch`): the exposure rows (source ``E``) for ADPUE, ADPE and
 ADFPU, the SSE rows for ADSS, Double ADSS and AD3SE. Only those rows with
 ``E = 0`` give ``a`` a weight that can differ from zero; on every other row
 ``a`` is multiplied by zero (``E = 1``, or a mask of another source), so the

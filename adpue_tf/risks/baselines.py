@@ -6,10 +6,10 @@ from typing import Any
 
 from keras import ops
 
-from adpue_tf._batch import unpack
 from adpue_tf._checks import check_options
-from adpue_tf.correction import RiskTerms, corrected, no_correction
 from adpue_tf.labels import Source
+from adpue_tf.risks._batch import unpack
+from adpue_tf.risks.correction import RiskTerms, corrected, no_correction
 from adpue_tf.risks.parts import _mix, _pu_parts
 
 __all__ = ["logit", "upu", "nnpu", "pnu", "ips"]

@@ -14,7 +14,7 @@ decision uses the global ``R-``, and the returned ``loss`` shares add up to
 the objective of the global batch.
 
 Example:
-    >>> from adpue_tf.correction import corrected
+    >>> from adpue_tf.risks.correction import corrected
     >>> t = corrected(1.0, -0.5, non_negative=True, beta=0.0, gamma=None)
     >>> float(t.risk), float(t.fired)
     (1.0, 1.0)
@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from keras import ops
 
-from adpue_tf._batch import num_replicas, replica_sum
+from adpue_tf.risks._batch import num_replicas, replica_sum
 
 __all__ = ["RiskTerms", "corrected", "no_correction", "global_value"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from adpue_tf._batch import unpack
 from adpue_tf._checks import check_options
-from adpue_tf.correction import RiskTerms, corrected, global_value, no_correction
 from adpue_tf.labels import Source
+from adpue_tf.risks._batch import unpack
+from adpue_tf.risks.correction import RiskTerms, corrected, global_value, no_correction
 from adpue_tf.risks.parts import _l_parts, _mix, _pe_parts, _pue_parts, _ss_parts
 
 __all__ = ["adpue", "adpe", "adfpu", "ads", "adss", "double_adss", "ad3se"]

@@ -6,8 +6,8 @@ from typing import Any
 
 from keras import ops
 
-from adpue_tf._batch import Batch
 from adpue_tf.labels import Source
+from adpue_tf.risks._batch import Batch
 
 __all__: list[str] = []  # private helpers of the risks
 

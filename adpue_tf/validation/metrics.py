@@ -20,10 +20,10 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._batch import UNKNOWN_COLUMNS, check_label_dtype
 from adpue_tf._guards import to_logits
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
+from adpue_tf.risks._batch import UNKNOWN_COLUMNS, check_label_dtype
 from adpue_tf.risks.exposure import log_probs as _log_probs
 from adpue_tf.validation.scores import _check_bool
 
