@@ -11,6 +11,7 @@ Example:
 
 from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
-from adpue_tf.recommend.fit import PUEFit, fit_pue
+from adpue_tf.recommend.fit import fit_pue
+from adpue_tf.recommend.result import PUEFit
 
 __all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PUEFit", "ProbabilityMean", "RatioLogit", "fit_pue"]

@@ -49,7 +49,7 @@ from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
 from adpue_tf.recommend.train import HeldOutScore, logits, pu_batches, steps_per_epoch
-from adpue_tf.validation import exposure_brier_score, exposure_nll
+from adpue_tf.validation import exposure_brier_score
 
 __all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Failed", "Settings", "Stage"]
 
@@ -97,13 +97,15 @@ class Stage:
         epochs: per net, the epochs to train for (the refit), or None.
         parts: the parts of composite candidates chosen before (``"average"``).
         progress: called with each net's name before it trains.
+        fold: which fold this stage holds out (seeds its nets).
     """
 
     def __init__(self, build_net: Callable[[], keras.Model], pu: Rows, e: Rows,
                  settings: Settings, held_out: tuple[Rows, Rows] | None = None,
                  epochs: dict[str, int] | None = None,
                  parts: dict[str, tuple[str, ...]] | None = None,
-                 progress: Callable[[str], None] = lambda name: None) -> None:
+                 progress: Callable[[str], None] = lambda name: None, fold: int = 0) -> None:
+        self.fold = fold
         self.build_net, self.pu, self.e, self.cfg = build_net, pu, e, settings
         self.held_out, self.fixed, self.progress = held_out, epochs, progress
         self.models: dict[str, keras.Model] = {}
@@ -144,38 +146,32 @@ class Stage:
         except Failed:
             return None
 
-    def paired_se(self, name: str, other: str) -> float:
-        """Standard error of the held-out Brier score of ``name`` minus that of ``other``.
+    def install(self, name: str, net: keras.Model, epochs: int) -> None:
+        """Take ``net``, trained elsewhere (:mod:`adpue_tf.recommend.joint`), as ``name``."""
+        self.best_epoch[name] = epochs
+        self.models[name] = net
+        self.heads[name] = ((name,), lambda z, name=name: z[name])
+        if self.held_out is not None and name != "theta":
+            self.scores[name] = self._brier(name)
 
-        The difference is a mean over E rows of ``E·(f_a² - f_b²)`` minus twice a
-        mean over PU rows of ``W·(f_a - f_b)``; the two samples are independent.
-        """
+    def net(self, name: str) -> keras.Model:
+        """A fresh ``build_net()`` seeded for ``name`` and this stage's fold."""
+        keras.utils.set_random_seed(self.seed_of(name))
+        return self.build_net()
+
+    def seed_of(self, name: str) -> int:
+        """The seed of net ``name`` (and of its shuffles) in this stage."""
+        index = CANDIDATES.index(name) + 1 if name in CANDIDATES else 0
+        return self.cfg.seed * 1009 + index + 7919 * self.fold
+
+    def monitor(self, name: str, net: keras.Model | None) -> Callable[[keras.Model], float]:
+        """The held-out score ``name``'s net keeps its best epoch by (lower is better)."""
         pu, e = self._require_held_out()
-        (a_pu, a_e), (b_pu, b_e) = self._held(name), self._held(other)
-        d_e = e.y * (_sigmoid(a_e) ** 2 - _sigmoid(b_e) ** 2)
-        d_pu = 2.0 * pu.y * (_sigmoid(a_pu) - _sigmoid(b_pu))
-        return float(np.sqrt(np.var(d_e) / len(d_e) + np.var(d_pu) / len(d_pu)))
-
-    def exposure_nll(self, name: str) -> float:
-        """Mean NLL of held-out ``W`` under ``σ(z)·θ̂`` (for comparison; leans on ``θ̂``)."""
-        pu, _ = self._require_held_out()
-        z_pu, _ = self._held(name)
-        theta = _sigmoid(self._held("theta")[0])
-        return float(np.mean(np.asarray(exposure_nll(pu.y, z_pu, theta))))
-
-    def theta_calibration(self, bins: int = 10) -> dict[str, float]:
-        """``θ̂`` on the held-out E rows: log-loss, that of the constant rate, calibration error."""
-        _, e = self._require_held_out()
-        z = self._held("theta")[1]
-        p = _sigmoid(z)
-        edges = np.quantile(p, np.linspace(0, 1, bins + 1)[1:-1])
-        which = np.searchsorted(edges, p)
-        ece = sum(abs(e.y[which == b].mean() - p[which == b].mean()) * np.mean(which == b)
-                  for b in range(bins) if np.any(which == b))
-        rate = float(np.clip(self.e.y.mean(), 1e-6, 1 - 1e-6))
-        return {"log_loss": _log_loss(e.y, z),
-                "log_loss_constant": _log_loss(e.y, np.full_like(z, math.log(rate / (1 - rate)))),
-                "calibration_error": float(ece)}
+        if name == "theta":
+            return lambda m: _log_loss(e.y, logits(m, e.x))
+        if name == "bce_w":
+            return lambda m: _log_loss(pu.y, logits(m, pu.x))
+        return self._brier_of()
 
     # -- helpers --------------------------------------------------------------------
     def _require_held_out(self) -> tuple[Rows, Rows]:
@@ -183,7 +179,7 @@ class Stage:
             raise RuntimeError("This stage has no held-out rows.")
         return self.held_out
 
-    def _held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Logits of model ``name`` on the held-out PU and E rows (cached)."""
         if name not in self._held_logits:
             pu, e = self._require_held_out()
@@ -193,15 +189,8 @@ class Stage:
 
     def _brier(self, name: str) -> float:
         pu, e = self._require_held_out()
-        z_pu, z_e = self._held(name)
+        z_pu, z_e = self.held(name)
         return exposure_brier_score(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
-
-    def _net(self, name: str) -> keras.Model:
-        keras.utils.set_random_seed(self._seed(name))
-        return self.build_net()
-
-    def _seed(self, name: str) -> int:
-        return self.cfg.seed * 1009 + (CANDIDATES.index(name) + 1 if name in CANDIDATES else 0)
 
     def _fit(self, name: str, model: keras.Model, net: keras.Model, loss: Any, data: Any,
              rows: int, monitor: Callable[[keras.Model], float] | None = None,
@@ -215,7 +204,7 @@ class Stage:
         model.compile(optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps)
         watch = None
         if self.held_out is not None:
-            watch = HeldOutScore(net, monitor or self._brier_of(net))
+            watch = HeldOutScore(net, monitor or self._brier_of())
             callbacks = (*callbacks, watch)
         if epochs > 0:
             try:
@@ -245,7 +234,7 @@ class Stage:
         self.heads[name] = (nets, head)
         self.models[name] = compose({n: self.models[n] for n in nets}, head, name)
 
-    def _brier_of(self, net: keras.Model) -> Callable[[keras.Model], float]:
+    def _brier_of(self) -> Callable[[keras.Model], float]:
         pu, e = self._require_held_out()
         return lambda m: exposure_brier_score(pu.y, _sigmoid(logits(m, pu.x)), e.y,
                                               _sigmoid(logits(m, e.x)))
@@ -254,7 +243,7 @@ class Stage:
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
         return pue_dataset(self.pu.x, self.pu.y, self.e.x, self.e.y,
                            batch_size=min(self.cfg.batch_size, len(self.pu) + len(self.e)),
-                           seed=self._seed(name), steps_per_epoch=steps)
+                           seed=self.seed_of(name), steps_per_epoch=steps)
 
     def _pu_labels(self, with_theta: bool) -> np.ndarray:
         y = pack_pu(self.pu.y)
@@ -267,17 +256,17 @@ class Stage:
     def _train_pu_loss(self, name: str, loss: Any, with_theta: bool,
                        monitor: Callable[[keras.Model], float] | None = None) -> None:
         y = self._pu_labels(with_theta)
-        net = self._net(name)
-        data = pu_batches(self.pu.x, y, batch_size=self.cfg.batch_size, seed=self._seed(name))
+        net = self.net(name)
+        data = pu_batches(self.pu.x, y, batch_size=self.cfg.batch_size, seed=self.seed_of(name))
         self._fit(name, net, net, loss, data, len(self.pu), monitor)
 
     def _train_pue_loss(self, name: str, loss: Any) -> None:
-        net = self._net(name)
+        net = self.net(name)
         rows = len(self.pu) + len(self.e)
         self._fit(name, net, net, loss, self._pue_data(name, rows), rows)
 
     def _train_rounds(self, name: str, initial: Any) -> None:
-        net = self._net(name)
+        net = self.net(name)
         model = DebiasedModel(net, initial_dagger=initial)
         rows = len(self.pu) + len(self.e)
         every = max(1, self.cfg.epochs // self.cfg.rounds)
@@ -287,21 +276,15 @@ class Stage:
 
     # -- the nets ---------------------------------------------------------------------
     def _train_theta(self) -> None:
-        net = self._net("theta")
-        monitor = None
-        if self.held_out is not None:
-            e = self.held_out[1]
-            monitor = lambda m: _log_loss(e.y, logits(m, e.x))  # noqa: E731
+        net = self.net("theta")
+        monitor = None if self.held_out is None else self.monitor("theta", net)
         data = pu_batches(self.e.x, self.e.y, batch_size=self.cfg.batch_size,
-                          seed=self._seed("theta"))
+                          seed=self.seed_of("theta"))
         self._fit("theta", net, net, keras.losses.BinaryCrossentropy(from_logits=True), data,
                   len(self.e), monitor)
 
     def _train_bce_w(self) -> None:
-        monitor = None
-        if self.held_out is not None:
-            pu = self.held_out[0]
-            monitor = lambda m: _log_loss(pu.y, logits(m, pu.x))  # noqa: E731
+        monitor = None if self.held_out is None else self.monitor("bce_w", None)
         self._train_pu_loss("bce_w", losses.LogitLoss(from_logits=True), False, monitor)
 
     def _train_ratio(self) -> None:

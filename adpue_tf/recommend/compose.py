@@ -21,7 +21,7 @@ from keras import ops
 
 from adpue_tf._guards import probability_to_logit
 
-__all__ = ["RatioLogit", "ProbabilityMean", "compose"]
+__all__ = ["ProbabilityMean", "RatioLogit", "compose", "inputs_like"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -90,7 +90,7 @@ class ProbabilityMean(keras.layers.Layer):
         return input_shape[0]
 
 
-def _inputs_like(net: keras.Model) -> Any:
+def inputs_like(net: keras.Model) -> Any:
     """Fresh ``keras.Input``s with the structure, shapes and dtypes of ``net``'s inputs.
 
     The inputs of a feature dict keep their keys as names (serving signatures
@@ -123,5 +123,5 @@ def compose(nets: dict[str, keras.Model], head: Callable[[dict[str, Any]], Any],
     Returns:
         A functional ``keras.Model`` taking the nets' inputs.
     """
-    inputs = _inputs_like(next(iter(nets.values())))
+    inputs = inputs_like(next(iter(nets.values())))
     return keras.Model(inputs, head({n: net(inputs) for n, net in nets.items()}), name=name)

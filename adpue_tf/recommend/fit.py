@@ -1,20 +1,21 @@
 """``fit_pue``: every estimator as a candidate, chosen on held-out rows, refitted on all rows.
 
 The rule (``docs/guide/choosing-models.md``): hold out ``validation_split`` of
-the PU rows and of the E rows; train every candidate of
-:mod:`adpue_tf.recommend.candidates` on the rest; score each on the held-out
-rows by the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``, whose
+the PU rows and of the E rows — on small data (fewer than :data:`SMALL`
+held-out rows) every row in turn, by ``K``-fold cross-fitting; train every
+candidate of :mod:`adpue_tf.recommend.candidates` on the rest; score each on
+the held-out rows by the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``, whose
 expectation is ``E_x[θ·(f - p)²]`` plus a constant — proper for ``p(y=1|x)``
 and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate);
-refit the winner on every row with the epochs chosen.
+refit the winner on every row with the epochs chosen (with folds: average
+the winner's fold models, see :data:`FOLDS_FINAL`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import sys
 import time
@@ -26,94 +27,22 @@ import numpy as np
 
 from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, Settings, Stage
+from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
+from adpue_tf.recommend.joint import train_needed
+from adpue_tf.recommend.result import PUEFit
 
-__all__ = ["PUEFit", "fit_pue"]
+__all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "SMALL", "choose_folds", "fit_pue"]
 
-
-@dataclasses.dataclass(frozen=True)
-class PUEFit:
-    """What :func:`fit_pue` returns.
-
-    Attributes:
-        model: the chosen estimator as a Keras model, features -> one logit
-            (``σ(logit)`` estimates ``p(y=1|x)``), trained on all rows.
-        choice: the chosen candidate's name.
-        scores: ``{candidate: held-out exposure Brier score}``, lower is better.
-        exposure_nll: ``{candidate: held-out NLL of W under σ(z)·θ̂}``, shown
-            for comparison (it leans on ``θ̂``; not used to choose).
-        epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``).
-        theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
-            ``log_loss_constant`` (of the constant rate) and ``calibration_error``.
-        parts: the candidates a composite is made of (``"ratio"``, ``"average"``, ...).
-        rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n}``.
-        seconds: ``{"select": s, "refit": s}`` of wall time.
-        candidates: ``{candidate: model}``, each trained on the training part
-            only (to compare or inspect; ``model`` is the refitted choice).
-        brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
-            the best one (paired over the held-out rows).
-        failed: ``{candidate: why}`` for candidates whose net diverged before
-            any usable epoch (left out of the choice), and a refit that
-            diverged (then ``model`` is the one trained on the training part).
-    """
-
-    model: keras.Model
-    choice: str
-    scores: dict[str, float]
-    exposure_nll: dict[str, float]
-    epochs: dict[str, int]
-    theta_calibration: dict[str, float]
-    parts: dict[str, tuple[str, ...]]
-    rows: dict[str, int]
-    seconds: dict[str, float]
-    candidates: dict[str, keras.Model] = dataclasses.field(default_factory=dict, repr=False)
-    failed: dict[str, str] = dataclasses.field(default_factory=dict)
-    brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
-
-    def report(self) -> str:
-        """A table of the candidates, best first, and the choice.
-
-        Example:
-            >>> print(_example_fit().report().splitlines()[0])
-            fit_pue: chose bce_w (held-out exposure Brier score -0.1000; lower is better)
-        """
-        best = min(self.scores.values())
-        lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score "
-                 f"{self.scores[self.choice]:.4f}; lower is better)", "",
-                 "| candidate | Brier | vs best (SE) | W NLL under θ̂ | epochs |",
-                 "|---|---:|---:|---:|---:|"]
-        for name, score in sorted(self.scores.items(), key=lambda kv: kv[1]):
-            made = self.parts.get(name)
-            epochs = "+".join(self.parts[name]) if made else str(self.epochs.get(name, ""))
-            se = self.brier_gap_se.get(name, float("nan"))
-            lines.append(f"| {name}{' ←' if name == self.choice else ''} | {score:.4f} | "
-                         f"{score - best:+.4f} ({se:.4f}) | "
-                         f"{self.exposure_nll.get(name, float('nan')):.4f} | {epochs} |")
-        for name, why in self.failed.items():
-            lines.append(f"| {name} | failed: {why} | | | |")
-        cal = self.theta_calibration or {"log_loss": float("nan"),
-                                         "log_loss_constant": float("nan"),
-                                         "calibration_error": float("nan")}
-        lines += ["", f"θ̂ on held-out E rows: log-loss {cal['log_loss']:.4f} (constant rate "
-                      f"{cal['log_loss_constant']:.4f}), calibration error "
-                      f"{cal['calibration_error']:.4f}.",
-                  f"Rows: {self.rows['pu']} PU + {self.rows['e']} E "
-                  f"({self.rows['pu_held_out']} + {self.rows['e_held_out']} held out); "
-                  f"{self.seconds['select']:.0f} s choosing, {self.seconds['refit']:.0f} s refitting."]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.report()
-
-
-def _example_fit() -> PUEFit:
-    """A hand-made result for the doctests."""
-    return PUEFit(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)]), "bce_w",
-                  {"bce_w": -0.1, "ratio": -0.05}, {"bce_w": 0.3, "ratio": 0.31},
-                  {"bce_w": 3, "theta": 2}, {"log_loss": 0.6, "log_loss_constant": 0.69,
-                                              "calibration_error": 0.01},
-                  {"ratio": ("bce_w", "theta")}, {"pu": 8, "e": 8, "pu_held_out": 2,
-                                                  "e_held_out": 2},
-                  {"select": 1.0, "refit": 0.5})
+#: ``folds=None`` cross-fits when the smaller held-out part (``validation_split``
+#: of the PU rows or of the E rows) would have fewer rows than this.
+SMALL = 1000
+#: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
+#: epochs it kept), ``"average"`` (the mean probability of its fold models; with
+#: one split, its model trained on the training part), ``"auto"``.
+FINALS = ("auto", "refit", "average")
+#: ``final="auto"`` with folds (one split: ``"refit"``); measured in
+#: ``docs/guide/choosing-models.md``.
+FOLDS_FINAL = "average"
 
 
 # -- argument checks --------------------------------------------------------------------
@@ -211,8 +140,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True,
-            tolerance: float = 2.0) -> PUEFit:
-    """Train every estimator of ``p(y=1|x)``, choose on held-out rows, refit the choice on all rows.
+            tolerance: float = 2.0, folds: int | None = None, final: str = "auto") -> PUEFit:
+    """Train every estimator of ``p(y=1|x)``, choose on held-out rows, keep the choice.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
     log ``(x_e, E)``, assumed drawn from the same feature distribution. The
@@ -244,12 +173,19 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             ``epochs`` (small data sets get longer epochs).
         rounds: alternate-learning rounds over ``epochs`` (a refresh every
             ``epochs // rounds`` epochs) for ``adpue_rounds`` and ``adpue_ratio``.
-        refit: refit the choice on all rows (False: keep the model trained on
-            the training part).
+        refit: False: no model trained on all rows (``final="average"``).
         tolerance: candidates whose held-out Brier score is within this many
             standard errors (of the paired difference) of the best are
             indistinguishable by it; among them the held-out likelihood of
             ``W`` under ``σ(z)·θ̂`` chooses. 0: the Brier score alone.
+        folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,
+            each fold with its own ``θ̂``); 1: one split; None: ``K`` folds
+            when the smaller held-out part would have fewer than :data:`SMALL`
+            rows (:func:`choose_folds`).
+        final: what ``.model`` is, one of :data:`FINALS`: ``"refit"`` on all
+            rows, ``"average"`` of the fold models (one split: the model of
+            the training part), ``"auto"``: ``"refit"`` with one split,
+            :data:`FOLDS_FINAL` with folds.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
@@ -278,6 +214,11 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     if not isinstance(refit, bool):
         raise TypeError(f"`refit` must be a bool, got {refit!r}.")
+    if final not in FINALS:
+        raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
+    if not refit and final == "refit":
+        raise ValueError("`refit=False` contradicts `final='refit'`; give one of them.")
+    k = None if folds is None else _check_int("folds", folds, 1)
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real) \
             or not 0.0 < float(learning_rate) < np.inf:
         raise ValueError(f"`learning_rate` must be a positive number, got {learning_rate!r}.")
@@ -286,55 +227,113 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
                         min_steps=_check_int("min_steps", min_steps, 1),
                         rounds=_check_int("rounds", rounds, 1), seed=_check_int("seed", seed, 0),
                         optimizer=lambda: keras.optimizers.Adam(lr))
-    show = _progress(verbose, len(names) + 1 + (len(names) if refit else 0))
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     _check_same_features(pu, ex)
     _check_labels(pu, ex, 1)
-    rng = np.random.default_rng(settings.seed)
-    pu_tr, pu_ho = split_indices(len(pu), float(validation_split), rng)
-    e_tr, e_ho = split_indices(len(ex), float(validation_split), rng)
-    if pu.y[pu_tr].sum() == 0 or ex.y[e_tr].min() == ex.y[e_tr].max():
-        raise ValueError("The training part lacks observed positives or one exposure value; "
-                         "give more rows or a smaller `validation_split`.")
+    split = float(validation_split)
+    if k is None:
+        k = choose_folds(len(pu), len(ex), split)
+    if k > 1 and min(len(pu), len(ex)) < 2 * k:
+        raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
+                         f"{len(pu)} and {len(ex)}.")
+    if final == "auto":
+        final = "refit" if k == 1 and refit else FOLDS_FINAL if refit else "average"
+    show = _progress(verbose, k * (len(names) + 1) + (len(names) if final == "refit" else 0))
 
     start = time.perf_counter()
-    select = Stage(build_net, pu.take(pu_tr), ex.take(e_tr), settings,
-                   held_out=(pu.take(pu_ho), ex.take(e_ho)), progress=show)
+    stages, pu_fold, e_fold = _stages(build_net, pu, ex, settings, k, split, show)
+    train_needed(stages, names, pu, ex, pu_fold, e_fold)
     for name in names:
-        select.try_get(name)
-    trained = [n for n in names if n not in select.failed]
+        if name != "average":
+            for st in stages:
+                st.try_get(name)
+    failed = {n: next(st.failed[n] for st in stages if n in st.failed)
+              for n in (*names, "theta") if any(n in st.failed for st in stages)}
+    trained = [n for n in names if n != "average" and n not in failed]
+    pooled = Pooled(stages)
+    scores = {n: pooled.brier(n) for n in trained}
+    if "average" in names and len(trained) >= 2:
+        pair = tuple(n for _, n in sorted((scores[n], n) for n in trained)[:2])
+        for st in stages:
+            st.parts["average"] = pair
+        if all(st.try_get("average") is not None for st in stages):
+            trained.append("average")
+            scores["average"] = pooled.brier("average")
     if not trained:
-        raise ValueError("Every candidate diverged: " + "; ".join(select.failed.values())
-                         + ". Lower `learning_rate`.")
-    best = min(trained, key=lambda n: (select.scores[n], names.index(n)))
-    theta_ok = select.try_get("theta") is not None
-    nll = {n: select.exposure_nll(n) for n in trained} if theta_ok else {}
-    gap_se = {n: select.paired_se(n, best) for n in trained}
+        raise ValueError("Every candidate diverged: " + "; ".join(
+            v for n, v in failed.items() if n != "theta") + ". Lower `learning_rate`.")
+    best = min(trained, key=lambda n: (scores[n], names.index(n)))
+    theta_ok = "theta" not in failed
+    nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
+    gap_se = {n: pooled.paired_se(n, best) for n in trained}
     # The Brier score (no θ̂) bounds the choice to the candidates it cannot tell from
     # the best (within `tolerance` standard errors); among them the likelihood
     # under θ̂, sharper when θ̂ is right, decides (benchmarks/results/selection.md).
-    close = [n for n in trained
-             if select.scores[n] - select.scores[best] <= tolerance * gap_se[n]]
+    close = [n for n in trained if scores[n] - scores[best] <= tolerance * gap_se[n]]
     choice = min(close, key=lambda n: (nll[n], names.index(n))) if nll else best
+    kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
+            for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     selected = time.perf_counter()
-    model = select.get(choice)
-    if refit:
-        final = Stage(build_net, pu, ex, settings, epochs=select.best_epoch,
-                      parts=select.parts, progress=show)
-        refitted = final.try_get(choice)
-        if refitted is None:  # diverged on all rows: keep the model of the training part
-            failed = {**select.failed, choice: f"refit on all rows: {final.failed[choice]}"}
+    model = fold_average(stages, choice)
+    if final == "refit":
+        whole = Stage(build_net, pu, ex, settings, epochs={n: max(1, v) for n, v in kept.items()},
+                      parts=stages[0].parts, progress=show)
+        train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
+        refitted = whole.try_get(choice)
+        if refitted is None:  # diverged on all rows: keep the fold models
+            failed[choice] = f"refit on all rows: {whole.failed[choice]}"
+            final = "average"
         else:
-            model, failed = refitted, dict(select.failed)
-    else:
-        failed = dict(select.failed)
+            model = refitted
     if verbose and sys.stderr.isatty():
         sys.stderr.write("\n")
     return PUEFit(
-        model=model, choice=choice, scores={n: select.scores[n] for n in trained},
-        exposure_nll=nll, epochs=dict(select.best_epoch), brier_gap_se=gap_se,
-        theta_calibration=select.theta_calibration() if theta_ok else {},
-        parts={n: select.parts[n] for n in trained if n in select.parts},
-        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pu_ho), "e_held_out": len(e_ho)},
+        model=model, choice=choice, scores=scores, exposure_nll=nll, epochs=kept,
+        brier_gap_se=gap_se, theta_calibration=pooled.theta_calibration() if theta_ok else {},
+        parts={n: stages[0].parts[n] for n in trained if n in stages[0].parts},
+        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pooled.w),
+              "e_held_out": len(pooled.e)},
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
-        candidates={n: select.models[n] for n in trained}, failed=failed)
+        candidates={n: fold_average(stages, n) for n in trained},
+        failed={n: v for n, v in failed.items() if n != "theta" or not trained},
+        folds=k, final=final)
+
+
+def choose_folds(n_pu: int, n_e: int, validation_split: float) -> int:
+    """``folds=None``: 1 (one split) when both held-out parts have ``SMALL`` rows or more.
+
+    Otherwise ``round(1 / validation_split)`` folds (5 at 0.2), so that each
+    fold holds out ``validation_split`` of the rows and every row is held out once.
+
+    Example:
+        >>> choose_folds(50_000, 20_000, 0.2), choose_folds(500, 500, 0.2)
+        (1, 5)
+    """
+    if validation_split * min(n_pu, n_e) >= SMALL:
+        return 1
+    return max(2, round(1.0 / validation_split))
+
+
+def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
+            k: int, split: float, show: Callable[[str], None]
+            ) -> tuple[list[Stage], np.ndarray, np.ndarray]:
+    """One stage per fold (one split: a single stage) and each row's fold (-1: never held out)."""
+    rng = np.random.default_rng(settings.seed)
+    if k == 1:
+        pu_fold, e_fold = np.full(len(pu), -1), np.full(len(ex), -1)
+        pu_fold[split_indices(len(pu), split, rng)[1]] = 0
+        e_fold[split_indices(len(ex), split, rng)[1]] = 0
+    else:
+        pu_fold, e_fold = assign_folds(len(pu), k, rng), assign_folds(len(ex), k, rng)
+    stages = []
+    for s in range(k):
+        pu_in, e_in = pu_fold != s, e_fold != s
+        if pu.y[pu_in].sum() == 0 or ex.y[e_in].min() == ex.y[e_in].max():
+            raise ValueError("The training part lacks observed positives or one exposure "
+                             "value; give more rows or a smaller `validation_split`.")
+        stages.append(Stage(build_net, pu.take(np.flatnonzero(pu_in)),
+                            ex.take(np.flatnonzero(e_in)), settings,
+                            held_out=(pu.take(np.flatnonzero(~pu_in)),
+                                      ex.take(np.flatnonzero(~e_in))),
+                            progress=show, fold=s))
+    return stages, pu_fold, e_fold

@@ -1,0 +1,108 @@
+"""What :func:`adpue_tf.fit_pue` returns: :class:`PUEFit`, with a readable report.
+
+Example:
+    >>> _example_fit().choice
+    'bce_w'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+
+__all__ = ["PUEFit"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PUEFit:
+    """What :func:`fit_pue` returns.
+
+    Attributes:
+        model: the chosen estimator as a Keras model, features -> one logit
+            (``σ(logit)`` estimates ``p(y=1|x)``): refitted on all rows, or the
+            mean of its fold models (see ``final``).
+        choice: the chosen candidate's name.
+        scores: ``{candidate: held-out exposure Brier score}``, lower is better
+            (with folds: over every row, each predicted by the fold models that
+            did not train on it).
+        exposure_nll: ``{candidate: held-out NLL of W under σ(z)·θ̂}``, shown
+            for comparison (it leans on ``θ̂``; not used to choose).
+        epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``; the median over folds).
+        theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
+            ``log_loss_constant`` (of the constant rate) and ``calibration_error``.
+        parts: the candidates a composite is made of (``"ratio"``, ``"average"``, ...).
+        rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n}``.
+        seconds: ``{"select": s, "refit": s}`` of wall time.
+        candidates: ``{candidate: model}``, each trained on the training part
+            only (with folds: the mean of its fold models).
+        brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
+            the best one (paired over the held-out rows).
+        folds: 1 (one split) or the number of folds cross-fitted.
+        final: ``"refit"`` or ``"average"``: what ``model`` is.
+        failed: ``{candidate: why}`` for candidates whose net diverged before
+            any usable epoch (left out of the choice), and a refit that
+            diverged (then ``model`` is the one trained on the training part).
+    """
+
+    model: keras.Model
+    choice: str
+    scores: dict[str, float]
+    exposure_nll: dict[str, float]
+    epochs: dict[str, int]
+    theta_calibration: dict[str, float]
+    parts: dict[str, tuple[str, ...]]
+    rows: dict[str, int]
+    seconds: dict[str, float]
+    candidates: dict[str, keras.Model] = dataclasses.field(default_factory=dict, repr=False)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
+    folds: int = 1
+    final: str = "refit"
+
+    def report(self) -> str:
+        """A table of the candidates, best first, and the choice.
+
+        Example:
+            >>> print(_example_fit().report().splitlines()[0])
+            fit_pue: chose bce_w (held-out exposure Brier score -0.1000; lower is better)
+        """
+        best = min(self.scores.values())
+        lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score "
+                 f"{self.scores[self.choice]:.4f}; lower is better)", "",
+                 "| candidate | Brier | vs best (SE) | W NLL under θ̂ | epochs |",
+                 "|---|---:|---:|---:|---:|"]
+        for name, score in sorted(self.scores.items(), key=lambda kv: kv[1]):
+            made = self.parts.get(name)
+            epochs = "+".join(self.parts[name]) if made else str(self.epochs.get(name, ""))
+            se = self.brier_gap_se.get(name, float("nan"))
+            lines.append(f"| {name}{' ←' if name == self.choice else ''} | {score:.4f} | "
+                         f"{score - best:+.4f} ({se:.4f}) | "
+                         f"{self.exposure_nll.get(name, float('nan')):.4f} | {epochs} |")
+        for name, why in self.failed.items():
+            lines.append(f"| {name} | failed: {why} | | | |")
+        cal = self.theta_calibration or {"log_loss": float("nan"),
+                                         "log_loss_constant": float("nan"),
+                                         "calibration_error": float("nan")}
+        lines += ["", f"θ̂ on held-out E rows: log-loss {cal['log_loss']:.4f} (constant rate "
+                      f"{cal['log_loss_constant']:.4f}), calibration error "
+                      f"{cal['calibration_error']:.4f}.",
+                  f"Rows: {self.rows['pu']} PU + {self.rows['e']} E "
+                  f"({self.rows['pu_held_out']} + {self.rows['e_held_out']} held out"
+                  f"{f', {self.folds} folds' if self.folds > 1 else ''}); model: {self.final}; "
+                  f"{self.seconds['select']:.0f} s choosing, {self.seconds['refit']:.0f} s for the final model."]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _example_fit() -> PUEFit:
+    """A hand-made result for the doctests."""
+    return PUEFit(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)]), "bce_w",
+                  {"bce_w": -0.1, "ratio": -0.05}, {"bce_w": 0.3, "ratio": 0.31},
+                  {"bce_w": 3, "theta": 2}, {"log_loss": 0.6, "log_loss_constant": 0.69,
+                                              "calibration_error": 0.01},
+                  {"ratio": ("bce_w", "theta")}, {"pu": 8, "e": 8, "pu_held_out": 2,
+                                                  "e_held_out": 2},
+                  {"select": 1.0, "refit": 0.5})
