@@ -121,7 +121,7 @@ _SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "recommend", "
                "synthetic", "validation")
 #: the submodules that register Keras objects (tests/test_cli.py keeps this complete)
 _KERAS_OBJECTS = ("callbacks", "distributed", "exposure", "losses", "metrics", "model",
-                  "recommend", "risk_tracking", "validation")
+                  "recommend")
 
 
 def _importing() -> bool:

@@ -73,6 +73,13 @@ def check_options(**options: Any) -> dict[str, Any]:
     return out
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` itself if it is a bool; TypeError naming ``name`` otherwise."""
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be a bool, got {value!r}.")
+    return value
+
+
 def check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
     """``value`` as an int ``>= minimum``; TypeError/ValueError naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -71,7 +71,7 @@ from adpue_tf._convention import check_output_convention
 from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.risk_tracking import RiskTracker
+from adpue_tf.metrics.risk import RiskTracker
 from adpue_tf.risks import _rows
 from adpue_tf.risks._batch import num_replicas
 

@@ -53,7 +53,7 @@ class DebiasedLoss(keras.losses.Loss):
     a ValueError that says why.
 
     Each call remembers its terms for the tensors it was given, so that
-    :func:`adpue_tf.risk_tracking.risk_metrics` reuses them in the same training
+    :func:`adpue_tf.metrics.risk_metrics` reuses them in the same training
     step instead of computing the risk again (:meth:`last_terms`).
 
     Args:

@@ -27,7 +27,6 @@ Example:
     0.6931
 """
 
-from adpue_tf.risks import correction
 from adpue_tf.risks.baselines import ips, logit, nnpu, pnu, upu
 from adpue_tf.risks.correction import RiskTerms, corrected, global_value, no_correction
 from adpue_tf.risks.debiasing import (

@@ -18,7 +18,7 @@ import keras_tuner
 
 from adpue_tf import losses as losses_lib
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.risk_tracking import RiskMetric
+from adpue_tf.metrics.risk import RiskMetric
 from adpue_tf.validation import CRITERIA, ExposureLikelihood, ReferenceRisk
 
 __all__ = ["CRITERIA", "EXPOSURE_NLL", "LOSSES", "L_RISK", "REF_RISK", "default_criterion",

@@ -49,12 +49,12 @@ Example:
     0.37
 """
 
+from adpue_tf.metrics.validation_scores import ExposureLikelihood, ReferenceRisk
 from adpue_tf.validation.layout import (
     fpue_validation_data,
     pe_validation_data,
     pue_validation_data,
 )
-from adpue_tf.validation.metrics import ExposureLikelihood, ReferenceRisk
 from adpue_tf.validation.scores import (
     CRITERIA,
     exposure_brier_score,

@@ -3,7 +3,7 @@
 :func:`pue_validation_data` (and :func:`pe_validation_data`,
 :func:`fpue_validation_data`) compute ``θ̂(x)`` and ``f_ref(x)`` once, before
 training, and pack them with the rows, so that the metrics of
-:mod:`adpue_tf.validation.metrics` can score a model inside ``fit``.
+:mod:`adpue_tf.metrics.validation_scores` can score a model inside ``fit``.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import numpy as np
 from keras import ops
 
 from adpue_tf import labels, risks
-from adpue_tf._checks import check_int
+from adpue_tf._checks import check_bool, check_int
 from adpue_tf._convention import check_output_convention
 from adpue_tf._guards import to_logits
 from adpue_tf.data.rows import layout
@@ -79,15 +79,9 @@ def exposure_brier_score(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
 
 
 # -- argument checks -------------------------------------------------------------------
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"`{name}` must be a bool, got {value!r}.")
-    return value
-
-
 def _resolve_from_logits(model: Any, from_logits: bool | None) -> bool:
     if from_logits is not None:
-        return _check_bool("from_logits", from_logits)
+        return check_bool("from_logits", from_logits)
     loss = getattr(model, "loss", None)
     if isinstance(loss, DebiasedLoss):
         return loss.from_logits

@@ -1,4 +1,4 @@
-"""The validation scores as Keras metrics, for ``fit(validation_data=...)`` and tuners.
+"""The observable validation scores as Keras metrics, for ``fit(validation_data=...)``.
 
 :class:`ExposureLikelihood` and :class:`ReferenceRisk` read the yardsticks
 that the validation layout (:mod:`adpue_tf.validation.layout`) carries in
@@ -20,12 +20,12 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._checks import check_bool
 from adpue_tf._guards import to_logits
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.risks._batch import UNKNOWN_COLUMNS, check_label_dtype
 from adpue_tf.risks.exposure import log_probs as _log_probs
-from adpue_tf.validation.scores import _check_bool
 
 __all__ = ["ExposureLikelihood", "ReferenceRisk"]
 
@@ -113,7 +113,7 @@ class ExposureLikelihood(keras.metrics.Metric):
     def __init__(self, from_logits: bool = False, *, prior: float | None = None,
                  name: str = "exposure_nll", dtype: Any = None) -> None:
         super().__init__(name=name, dtype=dtype)
-        self.from_logits = _check_bool("from_logits", from_logits)
+        self.from_logits = check_bool("from_logits", from_logits)
         if prior is not None:
             if isinstance(prior, bool) or not isinstance(prior, numbers.Real) \
                     or not 0.0 < float(prior) < 1.0:

@@ -4,8 +4,7 @@
 named as in :data:`RISK_METRIC_NAMES`. The four read one :class:`RiskTracker`,
 which takes the risk parts the loss computed in the same step: a plain model
 computes the risk once per step, exactly as :class:`~adpue_tf.DebiasedModel`
-(whose own tracker is fed by its ``compute_loss``). All three are also
-available from :mod:`adpue_tf.metrics`.
+(whose own tracker is fed by its ``compute_loss``).
 
 Example:
     >>> import keras, adpue_tf as adp

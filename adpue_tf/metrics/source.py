@@ -1,25 +1,16 @@
-"""Metrics on packed labels: per-source wrappers of Keras metrics, and the risk parts.
+"""Any Keras metric on the rows of chosen sources: :class:`SourceMetric`.
 
 The usual Keras metrics expect a ``y_true`` of shape ``(batch, 1)`` and break on
-the packed ``(batch, 3|4)`` layout of :mod:`adpue_tf.labels`. Both kinds below
-work inside a compiled Keras ``fit`` (graph mode, with or without
-``jit_compile``) and serialise with the model:
-
-* :class:`SourceMetric` feeds one label column (``w`` or ``e``) of the rows of
-  chosen sources (optionally only exposed rows) to any Keras metric;
-  :func:`observed_auc` and :func:`exposed_accuracy` are ready-made ones.
-* :func:`risk_metrics`, :class:`RiskMetric` and :class:`RiskTracker` log the
-  parts of a :class:`~adpue_tf.losses.DebiasedLoss` (``R+``, ``R-``, the risk,
-  how often the correction fired), computed once per step; they live in
-  :mod:`adpue_tf.risk_tracking` and are re-exported here.
+the packed ``(batch, 3|4)`` layout of :mod:`adpue_tf.labels`.
+:class:`SourceMetric` feeds one label column (``w`` or ``e``) of the rows of
+chosen sources (optionally only exposed rows) to any Keras metric, inside a
+compiled ``fit`` and through a saved model; :func:`observed_auc` and
+:func:`exposed_accuracy` are ready-made ones.
 
 Example:
-    >>> import keras, adpue_tf as adp
-    >>> from adpue_tf import metrics
-    >>> loss = adp.ADPUELoss(from_logits=True)
-    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    >>> model.compile("adam", loss=loss,
-    ...               metrics=[*metrics.risk_metrics(loss), metrics.observed_auc(True)])
+    >>> from adpue_tf.metrics import observed_auc
+    >>> observed_auc(from_logits=True).name
+    'observed_auc'
 """
 
 from __future__ import annotations
@@ -31,18 +22,10 @@ import keras
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._checks import check_bool
 from adpue_tf.labels import Source
-from adpue_tf.risk_tracking import RISK_METRIC_NAMES, RiskMetric, RiskTracker, risk_metrics
 
-__all__ = [
-    "RiskTracker",
-    "RISK_METRIC_NAMES",
-    "RiskMetric",
-    "SourceMetric",
-    "exposed_accuracy",
-    "observed_auc",
-    "risk_metrics",
-]
+__all__ = ["SourceMetric", "exposed_accuracy", "observed_auc"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -127,8 +110,7 @@ class SourceMetric(keras.metrics.Metric):
             raise TypeError(f"`metric` must be a keras.metrics.Metric, got {metric!r}.")
         if label not in _LABEL_COLUMNS:
             raise ValueError(f"`label` must be 'w' or 'e', got {label!r}.")
-        if not isinstance(exposed_only, bool):
-            raise TypeError(f"`exposed_only` must be a bool, got {exposed_only!r}.")
+        check_bool("exposed_only", exposed_only)
         self._sources = _parse_sources(sources)
         if name is None:
             prefix = "_".join(s.name.lower() for s in self._sources)
