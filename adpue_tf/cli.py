@@ -33,12 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     from adpue_tf import __version__
 
     parser = argparse.ArgumentParser(
-        prog="adpue-tf",
+        prog="adpue-tf", formatter_class=_HELP,
         description="Debiased learning from positive, unlabeled and exposure data.")
     parser.add_argument("--version", action="version", version=f"adpue-tf {__version__}")
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="fit_pue against BCE on W and direct ADPUE on "
+    demo = sub.add_parser("demo", formatter_class=_HELP, help="fit_pue against BCE on W and direct ADPUE on "
                           "breast-cancer data")
     demo.add_argument("--seeds", type=int, default=3, help="number of trials (>= 2)")
     demo.add_argument("--epochs", type=int, default=40, help="epochs per model")
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--split", type=float, default=0.5, help="PU share of training rows")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
 
-    logs = sub.add_parser("simulate-logs",
+    logs = sub.add_parser("simulate-logs", formatter_class=_HELP,
                           help="write a simulated ad log with known truth as TFRecord shards")
     logs.add_argument("--rows", type=int, required=True, help="logged rows (PU + exposure)")
     logs.add_argument("--shards", type=int, default=4, help="files per log")
@@ -57,29 +57,29 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--exposure-share", type=float, default=0.5,
                       help="share of the logged rows in the exposure log")
 
-    bench = sub.add_parser("bench", help="reproduce the paper's tables")
+    bench = sub.add_parser("bench", formatter_class=_HELP, help="reproduce the paper's tables")
     kinds = bench.add_subparsers(dest="table", required=True)
-    linear = kinds.add_parser("linear", help="Table 1: linear models on LIBSVM data")
-    neural = kinds.add_parser("neural", help="Table 2 and Figures 3-4: neural networks")
+    linear = kinds.add_parser("linear", formatter_class=_HELP, help="Table 1: linear models on LIBSVM data")
+    neural = kinds.add_parser("neural", formatter_class=_HELP, help="Table 2 and Figures 3-4: neural networks")
     for p, n in ((linear, 100), (neural, 100)):
         p.add_argument("--trials", type=int, default=n, help="trials per setting (>= 2)")
         p.add_argument("--datasets", type=_names, default=None,
-                       help="comma-separated data sets (default: the paper's)")
+                       help="comma-separated data sets; None: the paper's")
         p.add_argument("--seed", type=int, default=0, help="first seed")
         p.add_argument("--out", default="benchmarks/results", help="results directory")
         p.add_argument("--exposure-rate", type=_floats if p is linear else float,
-                       default=(0.5,) if p is linear else 0.5,
+                       default="0.5",
                        help="target θ(e=1)" + (" (comma-separated: several rates, one "
                                                "results file)" if p is linear else ""))
         p.add_argument("--quiet", action="store_true", help="no progress display")
-    linear.add_argument("--alphas", type=_floats, default=(0.3, 0.5), help="split ratios")
+    linear.add_argument("--alphas", type=_floats, default="0.3,0.5", help="split ratios")
     linear.add_argument("--file", action="append", default=[], metavar="PATH",
                         help="any LIBSVM file, keyed by its stem (repeatable; without "
                              "--datasets only the files run)")
     linear.add_argument("--positive", type=float, default=None, metavar="LABEL",
-                        help="the label of --file that is positive (default +1/1; other "
-                             "labels negative)")
-    linear.add_argument("--l2s", type=_floats, default=(0.01, 0.03, 0.1, 0.3),
+                        help="the label of --file that is positive, other labels "
+                             "negative; None: +1 (or 1)")
+    linear.add_argument("--l2s", type=_floats, default="0.01,0.03,0.1,0.3",
                         help="ADPUE's selection grid of L2 strengths")
     linear.add_argument("--rounds", type=int, default=5,
                         help="ADPUE's largest number of alternate-learning rounds T")
@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
                         choices=("exposure_likelihood", "reference_risk"),
                         help="ADPUE's selection score")
     linear.add_argument("--steps", type=int, default=200, help="full-batch Adam steps")
-    linear.add_argument("--data-dir", default=None, help="LIBSVM files (or $ADPUE_DATA_DIR)")
+    linear.add_argument("--data-dir", default=None,
+                        help="folder of the LIBSVM files; None: $ADPUE_DATA_DIR")
     linear.add_argument("--exposure-mechanism", default="paper",
                         choices=("paper", "logistic", "cloglog"),
                         help="θ(e=1|x): the paper's formula, or a logistic / complementary "
@@ -103,16 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
     linear.add_argument("--recommended-min-steps", type=int, default=500,
                         help="Recommended: fit_pue's min_steps")
     linear.add_argument("--recommended-candidates", type=_names, default=None,
-                        help="Recommended: comma-separated fit_pue candidates (default: "
-                             "fit_pue's)")
+                        help="Recommended: comma-separated fit_pue candidates; None: "
+                             "fit_pue's defaults")
     linear.add_argument("--recommended-l2", type=float, default=None,
-                        help="Recommended: L2 penalty of the linear net (default: the one "
-                             "every other column carries, 0.01; 0: none)")
+                        help="Recommended: L2 penalty of the linear net; None: the one "
+                             "every other column carries, 0.01; 0: none")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
-    neural.add_argument("--ratios", type=_floats, default=(0.1, 0.3, 0.5, 0.7, 0.9),
+    neural.add_argument("--ratios", type=_floats, default="0.1,0.3,0.5,0.7,0.9",
                         help="separate ratios")
     neural.add_argument("--rows", type=int, default=None,
-                        help="use a seeded subsample of this many rows (CPU runs)")
+                        help="use a seeded subsample of this many rows (CPU runs); None: "
+                             "every row")
     neural.add_argument("--n-test", type=int, default=10_000, help="held-out test rows")
     neural.add_argument("--val-fraction", type=float, default=0.2,
                         help="share of PU and E rows held out to choose ADPUE's round")
@@ -122,11 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="epochs of the exposure network used by the selection score")
     for p in (*sub.choices.values(), *kinds.choices.values()):  # also after the command
         p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                       help=_VERBOSE_HELP)
+                       help=_VERBOSE_HELP + " (default: False)")
     return parser
 
 
 _VERBOSE_HELP = "show TensorFlow's own start-up and C++ logs"
+#: Every ``--help`` shows each option's default.
+_HELP = argparse.ArgumentDefaultsHelpFormatter
 
 #: What TensorFlow's C++ side writes while it starts: absl's pre-init notice, every
 #: INFO line, and the warnings/errors of its CPU-feature and CUDA probing.

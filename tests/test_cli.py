@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -151,3 +153,45 @@ def test_console_script_shows_only_our_output():
     assert loud.returncode == 2
     assert "absl::InitializeLog()" in loud.stderr
     assert loud.stderr.splitlines()[-1] == bad.stderr.splitlines()[-1]
+
+
+def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """``(command words, parser)`` of the parser and of every sub-command, depth first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def _entries(help_text: str) -> dict[str, str]:
+    """Each option's entry of a ``--help`` text, on one line, by its first flag."""
+    entries: dict[str, str] = {}
+    flag = None
+    for line in help_text.splitlines():
+        if re.match(r"^  -", line):
+            flag = line.split()[0].rstrip(",")
+            entries[flag] = line
+        elif flag and line.startswith("    "):
+            entries[flag] += " " + line.strip()
+        else:
+            flag = None
+    return {k: " ".join(v.split()) for k, v in entries.items()}
+
+
+def test_every_help_shows_every_default():
+    """`adpue-tf --help` and each sub-command's: every option with a default says it."""
+    checked = 0
+    for path, parser in _parsers(cli.build_parser()):
+        entries = _entries(parser.format_help())
+        for action in parser._actions:
+            if (not action.option_strings or action.required
+                    or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+                continue
+            default = action.default
+            if default is argparse.SUPPRESS:
+                default = False  # --verbose after the command: off unless given
+            entry = entries[action.option_strings[0]]
+            assert f"(default: {default})" in entry, (" ".join(path), entry)
+            checked += 1
+    assert checked >= 40
