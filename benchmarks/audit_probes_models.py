@@ -176,13 +176,21 @@ def model_tuner_probes() -> list[Probe]:
               "`build_net`"),
         Probe("DebiasedHyperModel: unknown criterion", lambda t: hm(
             input_shape=(2,), criterion="val_risk"), "`criterion`"),
-        Probe("DebiasedHyperModel: learning_rates []", lambda t: hm(
-            input_shape=(2,), learning_rates=[]), "`learning_rates`"),
+        Probe("DebiasedHyperModel: learning_rate narrowed to 0", lambda t: hm(
+            input_shape=(2,)).build(_fixed(kt(), "learning_rate", 0.0)), "`learning_rate`",
+              error=("FatalValueError",)),
         Probe("DebiasedHyperModel: input_shape 0", lambda t: hm(input_shape=0), "`input_shape`"),
         Probe("DebiasedHyperModel: a linear model (correct)", lambda t: hm(
             input_shape=(2,)).build(kt().HyperParameters()).count_params(),
               check=lambda n: n >= 3),
     ]
+
+
+def _fixed(kt: Any, name: str, value: Any) -> Any:
+    """KerasTuner ``HyperParameters`` with ``name`` narrowed to ``value``."""
+    hp = kt.HyperParameters()
+    hp.Fixed(name, value)
+    return hp
 
 
 def _compile_fit(loss: Any, initial: Any = 0.5) -> Any:
