@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -222,7 +223,8 @@ def _bench(args: argparse.Namespace) -> int:
                                 recommended_candidates=args.recommended_candidates,
                                 recommended_l2=args.recommended_l2,
                                 **common)
-        path = bench.run_linear(cfg, args.out, strict=strict, progress=stream)
+        path = bench.run_linear(cfg, args.out, strict=strict, progress=stream,
+                                command=args.command_line)
     else:
         neural = NeuralBenchConfig(epochs=args.epochs, ratios=args.ratios, rows=args.rows,
                                    n_test=args.n_test, exposure_rate=args.exposure_rate,
@@ -230,7 +232,8 @@ def _bench(args: argparse.Namespace) -> int:
                                    refresh_every=args.refresh_every,
                                    theta_epochs=args.theta_epochs,
                                    datasets=args.datasets or bench.NEURAL_DATASETS, **common)
-        path = bench.run_neural(neural, args.out, strict=strict, progress=stream)
+        path = bench.run_neural(neural, args.out, strict=strict, progress=stream,
+                                command=args.command_line)
     print(path.read_text())
     print(f"written: {path}")
     return 0
@@ -262,6 +265,8 @@ def _demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adpue-tf`` console script."""
     args = build_parser().parse_args(argv)  # --help, --version and usage errors: no TensorFlow
+    words = list(sys.argv[1:] if argv is None else argv)
+    args.command_line = "adpue-tf " + " ".join(shlex.quote(w) for w in words)
     command = {"demo": _demo, "bench": _bench, "simulate-logs": _simulate_logs}[args.command]
     try:
         with contextlib.nullcontext() if args.verbose else _native_logs_hidden():

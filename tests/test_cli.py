@@ -195,3 +195,45 @@ def test_every_help_shows_every_default():
             assert f"(default: {default})" in entry, (" ".join(path), entry)
             checked += 1
     assert checked >= 40
+
+
+def test_bench_results_state_their_provenance_and_no_local_path(tmp_path, monkeypatch):
+    """Stand-ins for the loader and the trials; what is checked is what `bench` writes."""
+    import json
+
+    import numpy as np
+
+    from adpue_tf.experiments import datasets, table2
+
+    rng = np.random.default_rng(0)
+    fake = datasets.Dataset("fashion_mnist", rng.uniform(size=(300, 20)).astype(np.float32),
+                            (rng.uniform(size=300) < 0.4).astype(np.float32), "items 0-3")
+    monkeypatch.setattr(datasets, "load", lambda name, **kw: fake)
+    curve = {"accuracy": [0.6], "precision": [0.5], "recall": [0.4]}
+    monkeypatch.setattr(table2, "run_trial", lambda *a, **k: {
+        m: {"inductive": 0.7, "transductive": 0.8, "curves": curve}
+        for m in table2.PUE_METHODS + table2.SSE_METHODS})
+    out = tmp_path / "results"
+    argv = ["bench", "neural", "--trials", "2", "--epochs", "1", "--seed", "5", "--datasets",
+            "fashion_mnist", "--ratios", "0.3", "--out", str(out), "--quiet"]
+    assert cli.main(argv) == 0
+    text = (out / "neural.md").read_text()
+    saved = json.loads((out / "neural.json").read_text())
+    assert "- Command: `adpue-tf bench neural --trials 2" in text
+    assert "--out <local>/results" in text and str(tmp_path) not in text + json.dumps(saved)
+    assert "- Seeds: 5-6 (trial t uses seed 5 + t)" in text and "- Commit: `" in text
+    digest = saved["provenance"]["data_sha256"]["fashion_mnist: loaded x and y (float32 arrays)"]
+    assert len(digest) == 64 and f"`{digest}`" in text and "- Machine: " in text
+
+
+def test_a_method_skipped_by_design_says_why():
+    import numpy as np
+
+    from adpue_tf.experiments import datasets
+    from adpue_tf.experiments.bench.linear import _skipped
+
+    few = datasets.Dataset("toy", np.zeros((4, 6), np.float32), np.zeros(4, np.float32), "1")
+    many = datasets.Dataset("toy", np.zeros((4, 14), np.float32), np.zeros(4, np.float32), "1")
+    assert _skipped("EM", few) == ("SAR-EM's propensity reads x2..x13; this set has 6 "
+                                   "features (< 13)")
+    assert _skipped("EM", many) is None and _skipped("Logit", few) is None

@@ -9,8 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from adpue_tf.experiments import datasets
+from adpue_tf.experiments.report import (
+    local_paths_hidden,
+    provenance,
+    provenance_markdown,
+    sha256_arrays,
+    sha256_file,
+)
 
-__all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "prepare_out"]
+__all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "prepare_out", "run_provenance"]
 
 
 LINEAR_DATASETS = ("australian", "w8a", "covtype", "mushrooms", "german")
@@ -86,3 +93,44 @@ def _load(name: str, *, strict: bool, **kw: Any) -> tuple[datasets.Dataset | Non
             raise
         print(f"adpue-tf bench: {name}: no data: {err}", file=sys.stderr)
         return None, str(err).splitlines()[0]
+
+
+def run_provenance(command: str | None, runner: str, *, seed: int, trials: int,
+                   loaded: dict[str, tuple[datasets.Dataset | None, str]],
+                   files: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """A table's provenance block (Markdown) and its dict for the JSON.
+
+    Args:
+        command: the command line that ran (None: the Python call ``runner``).
+        runner: e.g. ``"run_linear"``, named when ``command`` is None.
+        seed: the first seed; ``trials``: trials per setting (seeds ``seed..seed+trials-1``).
+        loaded: the data sets by name; those read from ``files`` get the
+            SHA-256 of the file, the others of their loaded ``x`` and ``y``.
+        files: ``{name: path}`` of the data sets read from a file.
+
+    Example:
+        >>> text, prov = run_provenance("adpue-tf bench linear --trials 2", "run_linear",
+        ...                             seed=0, trials=2, loaded={})
+        >>> prov["seeds"]
+        '0-1 (trial t uses seed 0 + t)'
+    """
+    files = files or {}
+    data = {}
+    for name, (ds, _) in loaded.items():
+        if name in files:
+            data[f"{name}: {Path(files[name]).name}"] = sha256_file(files[name])
+        elif ds is not None:
+            data[f"{name}: loaded x and y (float32 arrays)"] = sha256_arrays(ds.x, ds.y)
+    prov = provenance(command or f"adpue_tf.experiments.bench.{runner}(...) from Python",
+                      seeds=f"{seed}-{seed + trials - 1} (trial t uses seed {seed} + t)",
+                      data=data)
+    return "## Provenance\n\n" + provenance_markdown(prov), prov
+
+
+def _hidden(value: Any) -> Any:
+    """A config value for the JSON with local paths hidden (strings, in lists too)."""
+    if isinstance(value, str):
+        return local_paths_hidden(value)
+    if isinstance(value, (list, tuple)):
+        return [_hidden(v) for v in value]
+    return value

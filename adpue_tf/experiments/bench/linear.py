@@ -23,14 +23,16 @@ from adpue_tf.experiments import (
 from adpue_tf.experiments.bench.common import (
     LINEAR_DATASETS,
     _check_names,
+    _hidden,
     _load,
     _status,
     _write,
     prepare_out,
+    run_provenance,
 )
 from adpue_tf.experiments.datasets.common import _read_bytes as read_bytes
 from adpue_tf.experiments.progress import Progress
-from adpue_tf.experiments.report import cell, machine, markdown_table
+from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
 
 __all__ = ["load_file", "run_linear"]
 
@@ -131,7 +133,8 @@ def _exposure_features(x: np.ndarray, seed: int) -> tuple[np.ndarray | None, str
 
 
 def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
-               strict: bool = False, progress: TextIO | None = sys.stderr) -> Path:
+               strict: bool = False, progress: TextIO | None = sys.stderr,
+               command: str | None = None) -> Path:
     """Run Table 1 and write ``linear.md`` (and ``linear.json``) under ``out_dir``.
 
     Data sets: ``cfg.datasets`` (the paper's, by name) and ``cfg.files`` (any
@@ -153,6 +156,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         out_dir: results directory.
         strict: raise on a missing data file (else the row says "no data").
         progress: stream for the progress display.
+        command: the command line, for the files' provenance block.
 
     Returns:
         The path of ``linear.md``.
@@ -185,6 +189,8 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
                 if d is not None}
     methods = table1.pue_methods(cfg) + table1.SSE_METHODS
+    prov_text, prov = run_provenance(command, "run_linear", seed=cfg.seed, trials=cfg.trials,
+                                     loaded=loaded, files=files)
     present = [n for n, (d, _) in loaded.items() if d is not None]
     bar = Progress(len(present) * len(rates) * len(cfg.alphas) * len(methods), stream=progress)
     by_rate: dict[float, dict[float, dict[str, dict[str, Any]]]] = {
@@ -197,7 +203,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     def write() -> None:
         wall = time.monotonic() - start
         _write(out / "linear.json", json.dumps(
-            {"config": {k: v for k, v in vars(cfg).items()},
+            {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
              "results": {str(a): r for a, r in by_rate[rates[0]].items()},
              "exposure_rates": list(rates),
              "by_exposure_rate": {str(rate): {str(a): r for a, r in res.items()}
@@ -205,7 +211,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
              "recipe_choices": {str(rate): {str(a): r for a, r in res.items()}
                                 for rate, res in choices.items()},
              "settings_done": done, "settings_total": total, "wall_seconds": wall}, indent=1))
-        _write(path, _linear_markdown(cfg, loaded, by_rate, methods, wall,
+        _write(path, _linear_markdown(cfg, loaded, by_rate, methods, wall, prov_text,
                                       _status(done, total), features, choices,
                                       (out / "linear.notes.md").is_file()))
 
@@ -231,6 +237,15 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
                 write()
     bar.close()
     return path
+
+
+def _skipped(method: str, ds: datasets.Dataset) -> str | None:
+    """Why ``method`` does not run on ``ds`` by design, else None."""
+    need = max(table1.PROPENSITY_FEATURES) + 1
+    if method == "EM" and ds.x.shape[1] < need:
+        return (f"SAR-EM's propensity reads x2..x13; this set has {ds.x.shape[1]} features "
+                f"(< {need})")
+    return None
 
 
 def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
@@ -278,15 +293,14 @@ def _choice_summary(details: dict) -> str:
 
 
 def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
-                     methods: tuple[str, ...], wall: float, status: str = "",
+                     methods: tuple[str, ...], wall: float, prov_text: str, status: str = "",
                      features: dict | None = None, choices: dict | None = None,
                      notes: bool = False) -> str:
     rates = list(by_rate)
     rc = table1.recipe_config(cfg)
     lines = [
         "# Table 1: linear models (regenerate with `adpue-tf bench linear`)", "",
-        f"Machine: {machine()}.  ",
-        *([status] if status else []),
+        prov_text, "", *([status] if status else []),
         f"Wall time: {wall:.0f} s for {cfg.trials} trials per setting.", "",
         "Protocol: exposure rate θ(e=1) = "
         f"{', '.join(str(r) for r in rates)} (the paper does not state its "
@@ -337,7 +351,7 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
         feat = (features or {}).get(name, (None, ""))[1]
         lines.append(f"- {name}: " + (f"{ds.positive} ({len(ds.y)} rows, positive fraction "
                                       f"{float(np.mean(ds.y)):.3f}); {feat}" if ds is not None
-                                      else f"no data ({why})"))
+                                      else f"no data ({local_paths_hidden(why)})"))
     for rate in rates:
         results = by_rate[rate]
         where = f"θ(e=1) = {rate}, " if len(rates) > 1 else ""
@@ -353,8 +367,8 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
                         continue
                     ref = published.TABLE1.get(alpha, {}).get(name, {}).get(kind, {})
                     k = 0 if kind == "inductive" else 1
-                    rows.append([name] + [cell(results[alpha][name][m][k], ref.get(m))
-                                          for m in methods])
+                    rows.append([name] + [cell(results[alpha][name][m][k], ref.get(m),
+                                               skipped=_skipped(m, ds)) for m in methods])
                 lines += ["", f"## {where}α = {alpha}, {kind}", "",
                           markdown_table(["data set", *methods], rows)]
     rec_rows = [r for rate in rates for r in recommended.comparison_rows(by_rate[rate], rate)]

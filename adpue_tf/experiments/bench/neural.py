@@ -14,23 +14,27 @@ from adpue_tf.experiments import published, simulate, table2
 from adpue_tf.experiments.bench.common import (
     NEURAL_DATASETS,
     _check_names,
+    _hidden,
     _load,
     _status,
     _write,
     prepare_out,
+    run_provenance,
 )
 from adpue_tf.experiments.progress import Progress
-from adpue_tf.experiments.report import cell, machine, markdown_table
+from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
 
 __all__ = ["run_neural"]
 
 
 def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
-               strict: bool = False, progress: TextIO | None = sys.stderr) -> Path:
+               strict: bool = False, progress: TextIO | None = sys.stderr,
+               command: str | None = None) -> Path:
     """Run Table 2 and write ``neural.md``, ``neural.json`` and PNG plots under ``out_dir``.
 
     The JSON and Markdown files are rewritten after each (data set, ratio)
-    setting; the plots when the run ends.
+    setting; the plots when the run ends. ``command``: the command line, for
+    the files' provenance block.
     """
     _check_names(cfg.datasets, NEURAL_DATASETS)
     out = prepare_out(out_dir)
@@ -38,6 +42,8 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
     loaded = {name: _load(name, strict=strict) for name in cfg.datasets}
     present = [n for n, (d, _) in loaded.items() if d is not None]
     methods = table2.PUE_METHODS + table2.SSE_METHODS
+    prov_text, prov = run_provenance(command, "run_neural", seed=cfg.seed, trials=cfg.trials,
+                                     loaded=loaded)
     bar = Progress(len(present) * len(cfg.ratios) * cfg.trials * len(methods), stream=progress)
     results: dict[str, dict[float, list[dict]]] = {}
     total, done = len(present) * len(cfg.ratios), 0
@@ -46,10 +52,11 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
     def write(plots: list[str]) -> None:
         wall = time.monotonic() - start
         _write(out / "neural.json", json.dumps(
-            {"config": vars(cfg), "wall_seconds": wall, "settings_done": done,
+            {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
+             "wall_seconds": wall, "settings_done": done,
              "settings_total": total,
              "results": {n: {str(r): v for r, v in rs.items()} for n, rs in results.items()}}))
-        _write(path, _neural_markdown(cfg, loaded, results, methods, wall, plots,
+        _write(path, _neural_markdown(cfg, loaded, results, methods, wall, plots, prov_text,
                                       _status(done, total)))
 
     write([])
@@ -77,12 +84,11 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
 
 def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
                      methods: tuple[str, ...], wall: float, plots: list[str],
-                     status: str = "") -> str:
+                     prov_text: str, status: str = "") -> str:
     rows_note = "all rows" if cfg.rows is None else f"a seeded subsample of {cfg.rows} rows"
     lines = [
         "# Table 2: neural networks (regenerate with `adpue-tf bench neural`)", "",
-        f"Machine: {machine()}.  ",
-        *([status] if status else []),
+        prov_text, "", *([status] if status else []),
         f"Wall time: {wall:.0f} s.", "",
         f"**What ran:** {cfg.trials} trials per setting, {cfg.epochs} epochs (the paper: 100 "
         f"trials, 100 epochs), {rows_note} of each data set, {cfg.n_test} test rows, batch "
@@ -105,7 +111,7 @@ def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
         "Cells: mean ± standard error of the accuracy; the paper's number in parentheses.", ""]
     for name, (ds, why) in loaded.items():
         if ds is None:
-            lines += [f"- {name}: no data ({why})"]
+            lines += [f"- {name}: no data ({local_paths_hidden(why)})"]
         else:
             lines += [f"- {name}: positive = {ds.positive}"]
     for name, by_ratio in results.items():
