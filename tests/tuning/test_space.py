@@ -133,3 +133,9 @@ def test_a_refresh_period_below_one_stops_the_search():
     y = keras.ops.zeros((4, 4))
     with pytest.raises(keras_tuner.errors.FatalValueError, match="`refresh_every` must be"):
         hm.fit(hp, model, x, y, validation_data=(x, y), epochs=1, verbose=0)
+
+
+def test_untunable_hypermodel_leaves_the_space_alone():
+    hp = keras_tuner.HyperParameters()
+    DebiasedHyperModel(input_shape=(2,), tunable=False).build(hp)
+    assert hp.space == []  # KerasTuner's tunable=False: built on a copy, defaults used
