@@ -13,6 +13,7 @@ import adpue_tf as adp
 from adpue_tf import exposure, synthetic, validation
 from adpue_tf.tuning import DebiasedHyperModel, objective
 
+
 # -- objectives -------------------------------------------------------------------
 @pytest.mark.parametrize("loss, name", [
     ("adpue", "val_exposure_nll"), ("adpe", "val_ref_risk"),
