@@ -13,7 +13,7 @@ from typing import Any
 
 import keras
 
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_bool, check_int
 
 __all__ = ["BestRound", "RefreshDagger"]
 
@@ -210,8 +210,7 @@ class BestRound(keras.callbacks.Callback):
             raise TypeError(f"`monitor` must be the name of a logged value, got {monitor!r}.")
         if mode not in ("min", "max"):
             raise ValueError(f"`mode` must be 'min' or 'max', got {mode!r}.")
-        if not isinstance(restore_best, bool):
-            raise TypeError(f"`restore_best` must be a bool, got {restore_best!r}.")
+        check_bool("restore_best", restore_best)
         self.monitor = monitor
         self.mode = mode
         self.patience = None if patience is None else check_int("patience", patience, 1)

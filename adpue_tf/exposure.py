@@ -39,9 +39,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from adpue_tf._convention import check_probability_model
-from adpue_tf._guards import probability_to_logit
-from adpue_tf._numpy import sigmoid
+from adpue_tf._internal.checks import check_bool
+from adpue_tf._internal.convention import check_probability_model
+from adpue_tf._internal.guards import probability_to_logit
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data.rows import Rows, as_rows, layout
 from adpue_tf.labels import check_binary, check_finite
 
@@ -285,8 +286,7 @@ class RatioModel(keras.Model):
         for arg, model in (("q_model", q_model), ("theta_model", theta_model)):
             if not isinstance(model, keras.Model):
                 raise TypeError(f"`{arg}` must be a keras.Model, got {type(model).__name__}.")
-        if not isinstance(logits, bool):
-            raise TypeError(f"`logits` must be a bool, got {logits!r}.")
+        check_bool("logits", logits)
         self.q_model = q_model
         self.theta_model = theta_model
         self.q_model.trainable = False

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_int
 
 __all__ = [
     "Source",

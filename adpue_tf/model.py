@@ -59,16 +59,15 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import keras
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf._checks import check_int
-from adpue_tf._convention import check_output_convention
-from adpue_tf._guards import finite_checks, guard_finite, to_logits, with_checks
+from adpue_tf._internal.checks import check_initial_guess, check_int
+from adpue_tf._internal.convention import check_output_convention
+from adpue_tf._internal.guards import finite_checks, guard_finite, to_logits, with_checks
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskTracker
@@ -187,14 +186,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             self._initial_constant = None
             start = INITIAL
         else:
-            if isinstance(initial_dagger, bool) or not isinstance(initial_dagger, numbers.Real):
-                raise TypeError(
-                    "`initial_dagger` must be a number in [0, 1] or a keras.Model, "
-                    f"got {type(initial_dagger).__name__}.")
-            if not 0.0 <= float(initial_dagger) <= 1.0:
-                raise ValueError(f"`initial_dagger` must lie in [0, 1], got {initial_dagger}.")
             self.initial_model = None
-            self._initial_constant = float(initial_dagger)
+            self._initial_constant = check_initial_guess(initial_dagger)
             start = DIRECT
         self._mode = self.add_weight(shape=(), dtype="int32", trainable=False,
                                      initializer=keras.initializers.Constant(start),

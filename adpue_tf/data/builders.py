@@ -15,7 +15,7 @@ from typing import Any, Union
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_int
 from adpue_tf.data._streams import Stream, make_stream
 from adpue_tf.labels import Source
 

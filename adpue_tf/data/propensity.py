@@ -7,7 +7,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from adpue_tf._convention import check_output_convention
+from adpue_tf._internal.checks import check_bool
+from adpue_tf._internal.convention import check_output_convention
 
 __all__ = ["with_propensity"]
 
@@ -63,8 +64,7 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
     if not callable(exposure_model):
         raise TypeError(f"`exposure_model` must be a Keras model or a callable, "
                         f"got {type(exposure_model).__name__}.")
-    if not isinstance(from_logits, bool):
-        raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
+    check_bool("from_logits", from_logits)
     message = ("`exposure_model` must output probabilities θ̂ in [0, 1] (`from_logits=False`); "
                "a batch's outputs leave [0, 1], so they are logits: pass `from_logits=True`.")
 

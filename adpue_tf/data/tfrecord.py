@@ -10,7 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_int
 
 __all__ = ["read_tfrecords"]
 

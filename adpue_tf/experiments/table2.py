@@ -44,7 +44,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import data, losses, validation
-from adpue_tf._guards import DIVERGED
+from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.callbacks import BestRound, RefreshDagger
 from adpue_tf.experiments import simulate
 from adpue_tf.model import DebiasedModel

@@ -9,8 +9,8 @@ import keras
 import tensorflow as tf
 
 from adpue_tf import risks
-from adpue_tf._checks import check_options
-from adpue_tf._guards import guard_finite
+from adpue_tf._internal.checks import check_options
+from adpue_tf._internal.guards import guard_finite
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import check_sources
 

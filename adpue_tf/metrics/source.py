@@ -22,7 +22,7 @@ import keras
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._checks import check_bool
+from adpue_tf._internal.checks import check_bool
 from adpue_tf.labels import Source
 
 __all__ = ["SourceMetric", "exposed_accuracy", "observed_auc"]

@@ -10,7 +10,6 @@ as ``0.0``.
 """
 from __future__ import annotations
 
-import numbers
 import sys
 import types
 from typing import Any
@@ -20,8 +19,8 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._checks import check_bool
-from adpue_tf._guards import to_logits
+from adpue_tf._internal.checks import check_bool, check_probability
+from adpue_tf._internal.guards import to_logits
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.risks._batch import UNKNOWN_COLUMNS, check_label_dtype
@@ -115,10 +114,7 @@ class ExposureLikelihood(keras.metrics.Metric):
         super().__init__(name=name, dtype=dtype)
         self.from_logits = check_bool("from_logits", from_logits)
         if prior is not None:
-            if isinstance(prior, bool) or not isinstance(prior, numbers.Real) \
-                    or not 0.0 < float(prior) < 1.0:
-                raise ValueError(f"`prior` must be a number in (0, 1), got {prior!r}.")
-            prior = float(prior)
+            prior = check_probability("prior", prior, interval="(0, 1)")
         self.prior = prior
         # sum nll(PU), n(PU), sum log s (P), sum log(1-s) (P), n(P), sum log(1-s) (U), n(U)
         self.total = self.add_variable(shape=(7,), initializer="zeros", name="total")

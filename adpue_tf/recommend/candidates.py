@@ -40,8 +40,8 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._guards import DIVERGED
-from adpue_tf._numpy import sigmoid as _sigmoid
+from adpue_tf._internal.guards import DIVERGED
+from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows

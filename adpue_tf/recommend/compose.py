@@ -19,7 +19,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from adpue_tf._guards import probability_to_logit
+from adpue_tf._internal.guards import probability_to_logit
 
 __all__ = ["ProbabilityMean", "RatioLogit", "compose", "inputs_like"]
 

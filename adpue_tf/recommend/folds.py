@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-from adpue_tf._numpy import sigmoid
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.compose import ProbabilityMean, compose
 from adpue_tf.validation import exposure_brier_score, exposure_nll

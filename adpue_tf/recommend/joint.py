@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._guards import DIVERGED
+from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source

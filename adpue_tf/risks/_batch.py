@@ -8,7 +8,7 @@ rescale a scalar loss.
 
 The label checks here run in eager mode (a ``ValueError`` naming the
 argument) and inside ``fit``/``tf.function`` (an ``InvalidArgumentError`` with
-the same words), as the output checks of :mod:`adpue_tf._guards`.
+the same words), as the output checks of :mod:`adpue_tf._internal.guards`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._guards import _assert, _with_checks, to_logits
+from adpue_tf._internal.guards import _assert, _with_checks, to_logits
 
 
 def num_replicas() -> int:

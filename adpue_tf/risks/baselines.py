@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import ops
 
-from adpue_tf._checks import check_options
+from adpue_tf._internal.checks import check_options
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import unpack
 from adpue_tf.risks.correction import RiskTerms, corrected, no_correction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adpue_tf._checks import check_options
+from adpue_tf._internal.checks import check_options
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import unpack
 from adpue_tf.risks.correction import RiskTerms, corrected, global_value, no_correction

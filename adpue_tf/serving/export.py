@@ -11,8 +11,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._convention import check_output_convention
-from adpue_tf._guards import probability_to_logit
+from adpue_tf._internal.checks import resolve_from_logits
+from adpue_tf._internal.convention import check_output_convention
+from adpue_tf._internal.guards import probability_to_logit
 from adpue_tf.model import DebiasedModel
 from adpue_tf.serving.signatures import (
     EXAMPLES_INPUT,
@@ -41,20 +42,6 @@ def _check_output(out: Any) -> None:
         raise ValueError(
             "`model` must have one output unit (shape (batch,) or (batch, 1)), got "
             f"output shape {shape}.")
-
-
-def _resolve_from_logits(model: keras.Model, from_logits: bool | None) -> bool:
-    if from_logits is not None:
-        if not isinstance(from_logits, bool):
-            raise TypeError(f"`from_logits` must be True, False or None, got {from_logits!r}.")
-        return from_logits
-    value = getattr(getattr(model, "loss", None), "from_logits", None)
-    if isinstance(value, bool):
-        return value
-    raise ValueError(
-        "Cannot tell whether `model` outputs logits or probabilities: its compiled "
-        "loss has no `from_logits` attribute. Pass `from_logits=True` or "
-        "`from_logits=False` explicitly.")
 
 
 def _sample(specs: dict[str, tf.TensorSpec] | None, warmup_rows: Any) -> Any:
@@ -192,7 +179,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     specs = _feature_specs(net)
     feature_shape: tuple[int | None, ...] = _feature_shape(net) if specs is None else ()
     parse_spec = example_spec(specs) if specs is not None else None
-    logits_out = _resolve_from_logits(model, from_logits)
+    logits_out = resolve_from_logits(model, from_logits)
     if not isinstance(overwrite, bool):
         raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
     path = _check_target(path, overwrite)

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._checks import check_int
-from adpue_tf._numpy import sigmoid
+from adpue_tf._internal.checks import check_int, check_probability
+from adpue_tf._internal.numeric import sigmoid
 
 __all__ = ["AdLogConfig", "AdLogRows", "AdLogSimulator", "read_ad_log_meta", "write_ad_log"]
 
@@ -109,14 +109,11 @@ class AdLogConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                     not np.isfinite(value):
                 raise ValueError(f"`{name}` must be a finite number, got {value!r}.")
-        if not 0.0 <= self.rare_item_share < 1.0:
-            raise ValueError(f"`rare_item_share` must be in [0, 1), got {self.rare_item_share!r}.")
+        check_probability("rare_item_share", self.rare_item_share, interval="[0, 1)")
         if self.policy not in POLICIES:
             raise ValueError(f"`policy` must be one of {list(POLICIES)}, got {self.policy!r}.")
-        rate = self.base_rate
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
-                                 or not 0.0 < rate < 1.0):
-            raise ValueError(f"`base_rate` must be None or a number in (0, 1), got {rate!r}.")
+        if self.base_rate is not None:
+            check_probability("base_rate", self.base_rate, interval="(0, 1)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,8 +319,7 @@ def write_ad_log(out_dir: str | os.PathLike, *, rows: int, shards: int = 4, seed
     eval_rows = check_int("eval_rows", eval_rows, 1)
     chunk = check_int("chunk", chunk, 1)
     workers = check_int("workers", workers, 1)
-    if isinstance(exposure_share, bool) or not 0.0 < float(exposure_share) < 1.0:
-        raise ValueError(f"`exposure_share` must be in (0, 1), got {exposure_share!r}.")
+    check_probability("exposure_share", exposure_share, interval="(0, 1)")
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"`out_dir` {str(out)!r} exists and is not an empty directory; "

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._numpy import sigmoid as _sigmoid
+from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf.labels import check_finite
 
 __all__ = ["EXPOSURES", "SyntheticData", "SyntheticPUE", "make_synthetic", "synthetic_pue", "synthetic_sse"]

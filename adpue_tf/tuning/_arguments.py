@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ import keras_tuner
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._checks import check_options
+from adpue_tf._internal.checks import check_bool, check_initial_guess, check_options
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.tuning.space import loss_entries
 
@@ -28,9 +27,7 @@ def check_net(build_net: Callable[..., Any] | None, input_shape: Any) -> None:
 
 def check_alternate(loss_class: type[DebiasedLoss], alternate: Any) -> bool:
     """``alternate`` as a bool, refused for a loss that does not use ``f†``."""
-    if not isinstance(alternate, bool):
-        raise TypeError(f"`alternate` must be a bool, got {alternate!r}.")
-    if alternate and not loss_class.uses_dagger:
+    if check_bool("alternate", alternate) and not loss_class.uses_dagger:
         raise ValueError(f"`alternate=True` needs a loss that uses f†; "
                          f"{loss_class.__name__} does not.")
     return alternate
@@ -38,10 +35,7 @@ def check_alternate(loss_class: type[DebiasedLoss], alternate: Any) -> bool:
 
 def check_initial_dagger(value: Any) -> float:
     """``f†`` before the first refresh: a number in ``[0, 1]``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not 0.0 <= value <= 1.0:
-        raise ValueError(f"`initial_dagger` must be a number in [0, 1], got {value!r}.")
-    return float(value)
+    return check_initial_guess(value, models=False)
 
 
 def check_loss_options(loss_class: type[DebiasedLoss],

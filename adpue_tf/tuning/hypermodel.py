@@ -25,12 +25,12 @@ from typing import Any
 import keras
 import keras_tuner
 
-from adpue_tf._checks import check_shape
-from adpue_tf._convention import check_output_convention
+from adpue_tf._internal.checks import check_shape
+from adpue_tf._internal.convention import check_output_convention
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.model import DebiasedModel, _check_one_output
 from adpue_tf.metrics.risk import risk_metrics
+from adpue_tf.model import DebiasedModel, _check_one_output
 from adpue_tf.tuning import _arguments as args_lib
 from adpue_tf.tuning import space
 from adpue_tf.tuning.objectives import (

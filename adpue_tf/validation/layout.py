@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import data as data_lib
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_int
 from adpue_tf.exposure import _features, _labels, fit_exposure_model, fit_ratio_model
 from adpue_tf.validation.scores import (
     Yardstick,

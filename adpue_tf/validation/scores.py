@@ -20,13 +20,12 @@ import numpy as np
 from keras import ops
 
 from adpue_tf import labels, risks
-from adpue_tf._checks import check_bool, check_int
-from adpue_tf._convention import check_output_convention
-from adpue_tf._guards import to_logits
+from adpue_tf._internal.checks import check_int, resolve_from_logits
+from adpue_tf._internal.convention import check_output_convention
+from adpue_tf._internal.guards import to_logits
 from adpue_tf.data.rows import layout
 from adpue_tf.exposure import RatioModel, _rows, _take_rows, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
-from adpue_tf.losses import DebiasedLoss
 from adpue_tf.risks.exposure import log_probs
 
 __all__ = ["CRITERIA", "exposure_brier_score", "exposure_nll", "validation_score"]
@@ -79,18 +78,6 @@ def exposure_brier_score(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
 
 
 # -- argument checks -------------------------------------------------------------------
-def _resolve_from_logits(model: Any, from_logits: bool | None) -> bool:
-    if from_logits is not None:
-        return check_bool("from_logits", from_logits)
-    loss = getattr(model, "loss", None)
-    if isinstance(loss, DebiasedLoss):
-        return loss.from_logits
-    raise ValueError(
-        "`from_logits=None` reads the compiled loss, but the model is not compiled with "
-        f"an adpue_tf DebiasedLoss (its loss is {type(loss).__name__}); pass "
-        "`from_logits=True` (logit output) or `from_logits=False` (probabilities).")
-
-
 def _check_yardstick(name: str, value: Any) -> None:
     if value is not None and not (isinstance(value, keras.Model) or callable(value)):
         raise TypeError(f"`{name}` must be a keras.Model or a callable x -> values in "
@@ -244,7 +231,8 @@ def validation_score(
         exposure_model: a fitted ``θ̂`` giving probabilities in ``[0, 1]``.
         reference: the fixed ``f†`` for ``"reference_risk"``, values in ``[0, 1]``.
         from_logits: whether ``model`` outputs logits; None reads the
-            ``from_logits`` of its compiled :class:`~adpue_tf.losses.DebiasedLoss`.
+            ``from_logits`` of its compiled loss (a
+            :class:`~adpue_tf.losses.DebiasedLoss` or a Keras loss that has one).
         batch_size: rows per prediction batch.
 
     Returns:
@@ -279,7 +267,7 @@ def validation_score(
     if not (isinstance(model, keras.Model) or callable(model)):
         raise TypeError(f"`model` must be a keras.Model or a callable, got "
                         f"{type(model).__name__}.")
-    from_logits = _resolve_from_logits(model, from_logits)
+    from_logits = resolve_from_logits(model, from_logits)
     batch_size = check_int("batch_size", batch_size, 1)
     need_e = criterion != "exposure_likelihood" or exposure_model is None
     if not need_e and (x_e is None) != (e is None):

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._checks import check_int
-from adpue_tf._numpy import sigmoid
+from adpue_tf._internal.checks import check_int
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.experiments.baselines.common import (
     _check_float,
     _check_labels,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._checks import check_int
+from adpue_tf._internal.checks import check_int
 from adpue_tf.experiments.baselines.common import (
     _check_features,
     _check_float,

@@ -11,7 +11,7 @@ convention it was told. One rule, everywhere:
 * where probabilities are expected, values outside ``[0, 1]`` on a sample of
   outputs are refused (they are logits, or something else).
 
-The loss-side check of the same rule is :func:`adpue_tf._guards.to_logits`.
+The loss-side check of the same rule is :func:`adpue_tf._internal.guards.to_logits`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
+
+from adpue_tf._internal.checks import check_bool
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
            "check_probability_model", "final_activation", "made_up_inputs"]
@@ -187,8 +189,7 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
         ...
         ValueError: `model` ends with a sigmoid activation, so it outputs probabilities, ...
     """
-    if not isinstance(from_logits, bool):
-        raise TypeError(f"`from_logits` must be a bool, got {from_logits!r}.")
+    check_bool("from_logits", from_logits)
     if from_logits:
         found = final_activation(model)
         if found:

@@ -1,4 +1,15 @@
-"""Internal: validation of the risks' hyper-parameters, with clear errors."""
+"""Internal: one checker per rule for the arguments of the package, with clear errors.
+
+Every entry point checks a flag with :func:`check_bool`, a count with
+:func:`check_int`, a probability with :func:`check_probability`, an initial
+guess ``f†`` with :func:`check_initial_guess`, a ``from_logits=None`` with
+:func:`resolve_from_logits` and a risk's options with :func:`check_options`;
+each error names the argument.
+
+Example:
+    >>> check_probability("prior", 0.3, interval="(0, 1)")
+    0.3
+"""
 
 from __future__ import annotations
 
@@ -33,9 +44,7 @@ def check_options(**options: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in options.items():
         if name in ("from_logits", "non_negative", "dagger_gradient"):
-            if not isinstance(value, bool):
-                raise TypeError(f"`{name}` must be a bool, got {value!r}.")
-            out[name] = value
+            out[name] = check_bool(name, value)
             continue
         if name == "gamma" and value is None:
             out[name] = None
@@ -87,6 +96,84 @@ def check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}{why}, got {value}.")
     return int(value)
+
+
+#: The intervals :func:`check_probability` knows, by how they are written.
+_INTERVALS: dict[str, Callable[[float], bool]] = {
+    "[0, 1]": lambda v: 0.0 <= v <= 1.0,
+    "(0, 1)": lambda v: 0.0 < v < 1.0,
+    "[0, 1)": lambda v: 0.0 <= v < 1.0,
+    "(0, 1]": lambda v: 0.0 < v <= 1.0,
+}
+
+
+def check_probability(name: str, value: Any, *, interval: str = "[0, 1]") -> float:
+    """``value`` as a float in ``interval`` (one of ``"[0, 1]"``, ``"(0, 1)"``, ...).
+
+    Raises:
+        TypeError: if ``value`` is not a real number (a bool is not one).
+        ValueError: if it is NaN or outside ``interval``; both name ``name``.
+    """
+    inside = _INTERVALS[interval]
+    message = f"`{name}` must be a number in {interval}, got {value!r}."
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(message)
+    if not inside(float(value)):  # NaN is inside no interval
+        raise ValueError(message)
+    return float(value)
+
+
+def check_initial_guess(value: Any, *, name: str = "initial_dagger",
+                        models: bool = True) -> Any:
+    """The initial guess ``f†`` before the first refresh: a probability, or a Keras model.
+
+    Args:
+        value: a number in ``[0, 1]`` (returned as a float), or a
+            ``keras.Model`` mapping features to ``f†`` (returned as it is;
+            its output convention is checked where the loss is known).
+        name: how errors name the argument.
+        models: whether a model is allowed (else only a number).
+
+    Raises:
+        TypeError: neither a number nor (where allowed) a keras.Model.
+        ValueError: a number outside ``[0, 1]`` (or NaN).
+    """
+    if models:
+        import keras  # here, not at the top: this module stays free of TensorFlow
+
+        if isinstance(value, keras.Model):
+            return value
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"`{name}` must be a number in [0, 1] or a keras.Model, "
+                            f"got {type(value).__name__}.")
+    return check_probability(name, value)
+
+
+def resolve_from_logits(model: Any, from_logits: Any, name: str = "model") -> bool:
+    """Whether ``model`` outputs logits: ``from_logits`` if given, else its compiled loss's.
+
+    ``from_logits=None`` reads the ``from_logits`` attribute of the loss
+    ``model`` was compiled with (an adpue_tf loss, or a Keras loss such as
+    ``BinaryCrossentropy``); a model compiled with no such loss, or not
+    compiled, is refused rather than guessed.
+
+    Raises:
+        TypeError: ``from_logits`` neither a bool nor None.
+        ValueError: ``from_logits=None`` and the compiled loss does not say.
+    """
+    if from_logits is not None:
+        if not isinstance(from_logits, bool):
+            raise TypeError(f"`from_logits` must be a bool or None, got {from_logits!r}.")
+        return from_logits
+    loss = getattr(model, "loss", None)
+    value = getattr(loss, "from_logits", None)
+    if isinstance(value, bool):
+        return value
+    raise ValueError(
+        f"Cannot tell whether `{name}` outputs logits or probabilities: `from_logits=None` "
+        f"reads the compiled loss, but `{name}`'s loss ({type(loss).__name__}) has no "
+        "`from_logits`. Pass `from_logits=True` or `from_logits=False`: True for a logit "
+        "output, False for probabilities.")
 
 
 def check_choices(name: str, values: Any, check: Callable[[float], bool],

@@ -1,7 +1,7 @@
 """Internal: the package's one NumPy sigmoid (for simulation and baselines, not losses).
 
 Example:
-    >>> from adpue_tf._numpy import sigmoid
+    >>> from adpue_tf._internal.numeric import sigmoid
     >>> sigmoid([0.0, 1000.0, -1000.0]).tolist()
     [0.5, 1.0, 0.0]
 """
