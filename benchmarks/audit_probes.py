@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from audit import Probe
+from benchmarks.audit import Probe
 
 R = np.random.default_rng(0)
 X, XE = R.normal(size=(12, 3)), R.normal(size=(10, 3))
@@ -265,7 +265,7 @@ def _fit_sigmoid_as_logits() -> Any:
 
 def all_probes() -> list[Probe]:
     """Every probe of the audit, in a fixed order."""
-    import audit_probes_io
+    from benchmarks import audit_probes_io
 
     return (labels_probes() + builder_probes() + loss_probes()
             + audit_probes_io.io_probes() + audit_probes_io.model_probes())

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from audit import Probe
-from audit_probes import XE, E, W, X, bad_ints
+from benchmarks.audit import Probe
+from benchmarks.audit_probes import XE, E, W, X, bad_ints
 
 
 def _adp() -> Any:
@@ -384,6 +384,6 @@ def io_probes() -> list[Probe]:
 
 
 def model_probes() -> list[Probe]:
-    from audit_probes_models import model_probes as probes
+    from benchmarks.audit_probes_models import model_probes as probes
 
     return probes()

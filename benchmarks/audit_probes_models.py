@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from audit import Probe
-from audit_probes import bad_binary, bad_ints
-from audit_probes_io import _adp, _dense, _keras
+from benchmarks.audit import Probe
+from benchmarks.audit_probes import bad_binary, bad_ints
+from benchmarks.audit_probes_io import _adp, _dense, _keras
 
 _S: dict = {}
 

@@ -8,16 +8,13 @@ audit claims, and that the committed report agrees with its own counts.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+from benchmarks import audit, audit_probes
 
-import audit  # noqa: E402
-import audit_probes  # noqa: E402
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def test_the_audit_has_hundreds_of_unique_probes():
