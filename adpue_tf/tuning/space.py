@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import keras_tuner
@@ -45,7 +45,7 @@ DEFAULTS: dict[str, float] = {
 }
 
 #: Where a trial's value must lie, whatever the user's narrowing.
-_RULES: dict[str, tuple[Any, str]] = {
+_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "learning_rate": (lambda v: v > 0.0, "> 0"),
     "weight_decay": (lambda v: v >= 0.0, ">= 0 (0 meaning none)"),
     "alpha": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
@@ -67,7 +67,7 @@ def check(name: str, value: Any) -> Any:
     """
     rule, allowed = _RULES[name]
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(value) or not rule(value):
+            or not math.isfinite(value) or not rule(float(value)):
         raise keras_tuner.errors.FatalValueError(
             f"The hyper-parameter `{name}` must be {allowed}, got {value!r}; narrow it within "
             "these bounds in the HyperParameters given to the tuner.")
