@@ -21,16 +21,14 @@ call, rows/s at batch 256 (batch / median latency) and the ratio ours/keras
 
 Usage::
 
-    python benchmarks/serving.py                        # writes benchmarks/results/serving.md
-    python benchmarks/serving.py --calls 200 --rounds 5
+    python -m benchmarks.serving                        # writes benchmarks/results/serving.md
+    python -m benchmarks.serving --calls 200 --rounds 5
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -43,8 +41,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import adpue_tf as adp
+from benchmarks.common import RESULTS, command_line, provenance_block, table
 
 BATCHES = (1, 256)
 TARGET = 1.05
@@ -137,26 +135,22 @@ def measure(fns: dict[str, object], args: dict[str, dict], calls: int, rounds: i
     return {v: np.array(t) for v, t in times.items()}
 
 
-def machine() -> str:
-    gpus = tf.config.list_physical_devices("GPU")
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, "
-            f"{'GPU: ' + ', '.join(g.name for g in gpus) if gpus else 'no GPU'}; "
-            f"Python {platform.python_version()}, TensorFlow {tf.__version__}, "
-            f"Keras {keras.__version__}")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.serving",
+                                     description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--calls", type=int, default=500, help="timed calls per round")
     parser.add_argument("--rounds", type=int, default=10, help="rounds per model and batch")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls per round")
     parser.add_argument("--dim", type=int, default=32, help="features of the dense model")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "serving.md"))
+    parser.add_argument("--out", default=str(RESULTS / "serving.md"), help="the report")
     args = parser.parse_args(argv)
     tf.config.threading.set_inter_op_parallelism_threads(1)  # as a serving replica pins it
     work = Path(tempfile.mkdtemp(prefix="adpue-serving-bench-"))
+    block, _ = provenance_block(command_line("benchmarks.serving", argv),
+                                seeds="0 (the training data and the nets)")
     start, load = time.monotonic(), os.getloadavg()[0]
-    table = []
+    rows = []
     try:
         for kind in ("dense", "ads"):
             net = train(kind, args.dim, seed=0)
@@ -176,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 p99 = {v: float(np.percentile(t, 99)) for v, t in lat.items()}
                 per_round = [float(np.median(o) / np.median(k)) for o, k in zip(
                     np.split(lat["ours"], args.rounds), np.split(lat["keras"], args.rounds))]
-                table.append((kind, batch, p50, p99, {v: batch / p50[v] for v in lat},
+                rows.append((kind, batch, p50, p99, {v: batch / p50[v] for v in lat},
                               (min(per_round), max(per_round))))
                 print(f"{kind} batch {batch}: p50 ours {p50['ours'] * 1e3:.3f} ms, "
                       f"keras {p50['keras'] * 1e3:.3f} ms (x{p50['ours'] / p50['keras']:.3f})")
@@ -184,17 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)  # the exports this script wrote
     wall = time.monotonic() - start
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(report(table, args, wall, (load, os.getloadavg()[0])))
+    Path(args.out).write_text(report(rows, args, wall, (load, os.getloadavg()[0]), block))
     print(f"written: {args.out}")
     return 0
 
 
-def report(table, args, wall: float, load: tuple[float, float]) -> str:
+def report(results, args, wall: float, load: tuple[float, float], provenance: str) -> str:
+    """The Markdown report of the measured latencies."""
     lines = [
-        "# Serving cost: `export_for_serving` vs Keras's `model.export` "
-        "(regenerate with `python benchmarks/serving.py`)", "",
-        f"Machine: {machine()}.  ",
-        f"Date: {datetime.date.today().isoformat()}; wall time {wall:.0f} s; inter-op "
+        "# Serving cost: `export_for_serving` vs Keras's `model.export`", "", provenance,
+        f"Wall time {wall:.0f} s; inter-op "
         f"threads 1; 1-minute load average {load[0]:.1f} at the start, {load[1]:.1f} at the "
         "end (other processes share the cores: p99 reflects them).", "",
         "Same weights exported twice: **ours** = `adp.export_for_serving` (signature "
@@ -208,19 +201,19 @@ def report(table, args, wall: float, load: tuple[float, float]) -> str:
         f"{args.dim}-64-64-1 on `features`; `ads` = feature dict (user id int64 + embedding, "
         "item string + StringLookup + embedding, campaign int64 hashed, 8 context floats) "
         "-64-64-1. Both trained for one epoch with `ADPUELoss` before export.", "",
-        f"Target: ours ≤ {TARGET}x keras in p50 latency (≥ 1/{TARGET} in rows/s).", "",
-        "| model | batch | p50 ours (ms) | p50 keras (ms) | p50 ratio | ratio per round "
-        "(min-max) | p99 ours (ms) | p99 keras (ms) | rows/s ours | rows/s keras | rows/s "
-        "ratio | target |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for kind, batch, p50, p99, rps, spread in table:
+        f"Target: ours ≤ {TARGET}x keras in p50 latency (≥ 1/{TARGET} in rows/s).", ""]
+    cells = []
+    for kind, batch, p50, p99, rps, spread in results:
         ratio = p50["ours"] / p50["keras"]
-        lines.append(
-            f"| {kind} | {batch} | {p50['ours'] * 1e3:.3f} | {p50['keras'] * 1e3:.3f} | "
-            f"{ratio:.3f} | {spread[0]:.3f}-{spread[1]:.3f} | {p99['ours'] * 1e3:.3f} | {p99['keras'] * 1e3:.3f} | "
-            f"{rps['ours']:,.0f} | {rps['keras']:,.0f} | {rps['ours'] / rps['keras']:.3f} | "
-            f"{'met' if ratio <= TARGET else 'missed'} |")
-    extra = [(p50["ours"] - p50["keras"]) * 1e6 for _, _, p50, _, _, _ in table]
+        cells.append([kind, batch, f"{p50['ours'] * 1e3:.3f}", f"{p50['keras'] * 1e3:.3f}",
+                      f"{ratio:.3f}", f"{spread[0]:.3f}-{spread[1]:.3f}",
+                      f"{p99['ours'] * 1e3:.3f}", f"{p99['keras'] * 1e3:.3f}",
+                      f"{rps['ours']:,.0f}", f"{rps['keras']:,.0f}",
+                      f"{rps['ours'] / rps['keras']:.3f}", "met" if ratio <= TARGET else "missed"])
+    lines.append(table(["model", "batch", "p50 ours (ms)", "p50 keras (ms)", "p50 ratio",
+                        "ratio per round (min-max)", "p99 ours (ms)", "p99 keras (ms)",
+                        "rows/s ours", "rows/s keras", "rows/s ratio", "target"], cells))
+    extra = [(p50["ours"] - p50["keras"]) * 1e6 for _, _, p50, _, _, _ in results]
     lines += ["", f"What ours adds per call (p50 difference): {min(extra):.0f} to "
               f"{max(extra):.0f} µs: a second output tensor (`probability`, the sigmoid) and "
               "a shape check per input (`tf.ensure_shape`, which names the input on a wrong "
