@@ -8,8 +8,8 @@ gives the medians; the target is an overhead of at most 0.3 s.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/import_time.py                 # prints a Markdown table
-    .venv/bin/python benchmarks/import_time.py --runs 9 --out benchmarks/results/import_time.md
+    .venv/bin/python -m benchmarks.import_time                 # prints a Markdown table
+    .venv/bin/python -m benchmarks.import_time --runs 9 --out benchmarks/results/import_time.md
 
 It also lists the modules the import adds that are not ``adpue_tf``'s own, so an
 optional dependency imported too early shows up at once.
@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 CHILD = r"""
@@ -56,7 +54,8 @@ def measure(runs: int, python: str = sys.executable) -> list[dict]:
     return out
 
 
-def report(results: list[dict], python: str) -> str:
+def report(results: list[dict], python: str, provenance: str = "") -> str:
+    """The Markdown report: medians, the overhead's range, the modules the import adds."""
     med = {k: statistics.median(r[k] for r in results)
            for k in ("tf_wall", "tf_cpu", "adp_wall", "adp_cpu")}
     spread = (min(r["adp_wall"] for r in results), max(r["adp_wall"] for r in results))
@@ -66,10 +65,8 @@ def report(results: list[dict], python: str) -> str:
     lines = [
         "# Import time: `import adpue_tf` on top of `import tensorflow, keras`",
         "",
-        f"Command: `{Path(python).name} benchmarks/import_time.py --runs {len(results)}`, "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC.",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"load average {load:.1f} at the end; Python {platform.python_version()}, "
+        *([provenance] if provenance else []),
+        f"Interpreter measured: `{Path(python).name}`; load average {load:.1f} at the end; "
         f"TensorFlow {first['tf']}, Keras {first['keras']}, adpue_tf {first['version']}.",
         "",
         "| step | median wall (s) | median CPU (s) |",
@@ -89,14 +86,22 @@ def report(results: list[dict], python: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="fresh interpreters (default 7)")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.import_time",
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="fresh interpreters")
     parser.add_argument("--python", default=sys.executable, help="interpreter to measure")
-    parser.add_argument("--out", type=Path, help="write the Markdown report here too")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the Markdown report here too")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be >= 1")
-    text = report(measure(args.runs, args.python), args.python)
+    from benchmarks.common import command_line, provenance_block  # after the measurement
+
+    results = measure(args.runs, args.python)
+    block, _ = provenance_block(command_line("benchmarks.import_time", argv),
+                                seeds="none (nothing random)")
+    text = report(results, args.python, block)
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
