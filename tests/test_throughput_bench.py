@@ -1,4 +1,4 @@
-"""benchmarks/throughput.py on a few steps, so that its code path cannot rot."""
+"""benchmarks.throughput on a few steps, so that its code path cannot rot."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def throughput(load_benchmark):
-    return load_benchmark("throughput")
+def throughput():
+    from benchmarks import throughput
+
+    return throughput
 
 
 @pytest.mark.slow
@@ -38,8 +40,9 @@ def test_threads_and_width_are_parsed(throughput):
 
 
 @pytest.mark.slow
-def test_rows_benchmark_runs_and_is_reported(load_benchmark, tmp_path):
-    rows = load_benchmark("throughput_rows")
+def test_rows_benchmark_runs_and_is_reported(tmp_path):
+    from benchmarks import throughput_rows as rows
+
     out = tmp_path / "r.md"
     rows.main(["--batch-sizes", "32", "--widths", "8", "--rows", "2000", "--dim", "4",
                "--rounds", "2", "--calls", "3", "--out", str(out)])
