@@ -10,7 +10,7 @@ endif
 VENV ?= $(if $(filter 3.11,$(PY_VERSION)),.venv,.venv-$(PY_VERSION))
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast clean
+.PHONY: demo test test-all test-fast clean
 
 # Both cores, one test file per worker (module fixtures stay shared within a file);
 # `make test PYTEST_PARALLEL=` runs in one process.
@@ -46,12 +46,19 @@ $(FMNIST):
 	$(SUDO) apt-get update -qq
 	$(SUDO) apt-get install -y -qq --no-install-recommends dataset-fashion-mnist
 
+# The README's suite: everything but the tests marked slow (< 10 min on 2 cores).
 test: $(VENV)/.installed $(FMNIST)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
+
+# The slow tests too (subprocesses, notebooks, XLA, distributed, ground truth,
+# benches, packaging, docs build): about 25 min on 2 cores.
+test-all: $(VENV)/.installed $(FMNIST)
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
-# The inner loop: everything but the tests marked slow.
+# The inner loop: the library core's fast tests (no experiments wing, no docs pages).
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL) tests adpue_tf \
+	  --ignore=tests/experiments --ignore=adpue_tf/experiments --ignore=tests/test_docs_examples.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

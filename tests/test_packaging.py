@@ -181,8 +181,8 @@ def test_wheel_and_sdist_build_and_the_wheel_installs_clean(tmp_path):
 # -- the tree's tooling -------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_ruff_is_clean():
+    """A second: runs in `make test`, so CI lints every change."""
     _require("ruff")
     out = _run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
