@@ -34,7 +34,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from adpue_tf._guards import DIVERGED  # noqa: E402  (the words of a stopped, diverging fit)
+from adpue_tf.losses import is_divergence  # noqa: E402
 from adpue_tf.synthetic import read_ad_log_meta  # noqa: E402
 from benchmarks.ads_scale_log import POLICIES, ensure_log, eval_data, fit_theta  # noqa: E402
 from benchmarks.ads_scale_methods import (  # noqa: E402
@@ -128,7 +128,7 @@ def _child(args: argparse.Namespace) -> None:
                                  val_rows=args.val_rows, theta_path=args.theta,
                                  refresh_every=args.refresh_every, **kw)
         except tf.errors.InvalidArgumentError as err:
-            if DIVERGED not in str(err):
+            if not is_divergence(err):
                 raise
             # the library stopped a diverging fit: a result of this learning rate, not a crash
             out = {"method": args.child, "lr": args.lr, "diverged": str(err).splitlines()[-1]}

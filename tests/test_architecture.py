@@ -84,3 +84,99 @@ def test_importing_the_core_loads_no_wing_and_no_extra():
                  "keras_tuner", "tensorflow_datasets")
     bad = sorted(m for m in loaded if m.split(".")[0] in forbidden or m.startswith(forbidden))
     assert bad == []
+
+
+# -- the wing and the benchmarks use only public names ---------------------------------
+
+ROOT = PACKAGE.parent
+WING = sorted((PACKAGE / "experiments").rglob("*.py"))
+BENCHMARKS = sorted((ROOT / "benchmarks").rglob("*.py"))
+
+
+def _is_private(dotted: str) -> bool:
+    """Whether a dotted name has a ``_x`` part (dunders such as ``__version__`` are public)."""
+    return any(p.startswith("_") and not (p.startswith("__") and p.endswith("__"))
+               for p in dotted.split("."))
+
+
+def _sibling(name: str, package: str) -> bool:
+    """Whether ``name`` lies in a module of ``package`` itself (a package's own helpers)."""
+    return name.startswith(package + ".") and len(name[len(package) + 1:].split(".")) <= 2
+
+
+def _private_uses(source: str, package: str) -> list[str]:
+    """The private adpue_tf names ``source`` (a module of ``package``) imports or reaches.
+
+    A private name of a sibling module (same package) is the package's own
+    business; a private name of any other adpue_tf package is not.
+    """
+    bad = sorted(n for n in _imports(source, package)
+                 if n.split(".")[0] == "adpue_tf" and _is_private(n) and not _sibling(n, package))
+    tree = ast.parse(source)
+    aliases = set()  # local names bound to adpue_tf modules: `import adpue_tf as adp`, ...
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {(a.asname or a.name).split(".")[0] for a in node.names
+                        if a.name.split(".")[0] == "adpue_tf"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adpue_tf"):
+            aliases |= {a.asname or a.name for a in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in aliases:
+                bad.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return bad
+
+
+def _package_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).parent.parts)
+
+
+@pytest.mark.parametrize("path", WING + BENCHMARKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_wing_and_benchmarks_use_only_public_names(path):
+    bad = _private_uses(path.read_text(encoding="utf-8"), _package_of(path))
+    assert bad == [], f"{path.relative_to(ROOT)} uses private adpue_tf names: {bad}"
+
+
+@pytest.mark.parametrize("source", [
+    "from adpue_tf._internal.guards import DIVERGED\n",
+    "import adpue_tf._internal.checks\n",
+    "from adpue_tf.data import _streams\n",
+    "from adpue_tf.risks._batch import unpack\n",
+    "from adpue_tf.experiments.datasets.common import _read_bytes\n",
+    "from ..datasets.common import _read_bytes\n",
+    "from adpue_tf.experiments.baselines.common import _proba\n",
+    "import adpue_tf as adp\nadp.risks._rows.dagger_rows\n",
+    "from adpue_tf import risks\nrisks._batch\n",
+])
+def test_the_private_name_checker_fails_on_each_form(source):
+    assert _private_uses(source, "adpue_tf.experiments.bench") != []
+
+
+def test_the_private_name_checker_passes_public_names():
+    sibling = "from adpue_tf.experiments.datasets.common import _check_name\n"
+    assert _private_uses(sibling, "adpue_tf.experiments.datasets") == []
+    source = ("import adpue_tf as adp\nfrom adpue_tf import __version__, losses\n"
+              "from adpue_tf.losses import is_divergence\nx = adp.losses.ADPUELoss\n"
+              "class A:\n    def f(self):\n        return self._x\n")
+    assert _private_uses(source, "benchmarks") == []
+
+
+# -- the package root holds only the public concepts -----------------------------------
+
+ROOT_CONCEPTS = {"labels", "losses", "risks", "data", "model", "callbacks", "metrics",
+                 "validation", "exposure", "serving", "distributed", "tuning", "synthetic",
+                 "experiments", "cli", "recommend"}
+#: besides the concepts: the package's own files and its one private package
+ROOT_ALSO = {"__init__", "py.typed", "_internal", "__pycache__"}
+
+
+def test_the_root_holds_only_the_public_concepts():
+    entries = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
+               if p.is_dir() or p.suffix == ".py" or p.name == "py.typed"}
+    assert entries - ROOT_CONCEPTS - ROOT_ALSO == set()
+    assert ROOT_CONCEPTS <= entries
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert all((PACKAGE / name / "__init__.py").is_file() for name in packages)

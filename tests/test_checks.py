@@ -98,3 +98,28 @@ def test_from_logits_none_without_a_loss_that_says_is_refused(loss):
     with pytest.raises(ValueError, match="Cannot tell whether `model` outputs logits.*"
                                          "reads the compiled loss"):
         resolve_from_logits(net, None)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_a_diverging_step_is_recognised_in_both_modes(mode):
+    """The public test for a stopped, diverging fit: no caller matches the error's words."""
+    import numpy as np
+    import tensorflow as tf
+
+    from adpue_tf.labels import pack_e, pack_pu
+
+    y = tf.constant(np.concatenate([pack_pu([1, 0]), pack_e([1, 0])]))
+    var = tf.Variable(np.array([[3e30], [0.0], [0.0], [0.0]], np.float32))
+    loss = adp.ADPUELoss(from_logits=True)
+
+    def grad(labels):
+        with tf.GradientTape() as tape:
+            value = loss(labels, var)
+        return tape.gradient(value, var)
+
+    fn = grad if mode == "eager" else tf.function(grad)
+    with pytest.raises(Exception) as info:
+        fn(y)
+    assert adp.losses.is_divergence(info.value)
+    assert isinstance(info.value, adp.losses.DivergedError) == (mode == "eager")
+    assert not adp.losses.is_divergence(ValueError("`x` must be an int"))

@@ -25,9 +25,35 @@ _EPS = 1e-7
 #: Logits are clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` (as probabilities are
 #: clipped): ``±inf`` give a finite loss, never ``0·inf = NaN``.
 MAX_LOGIT = 1e4
-#: The words of the error that stops a fit whose model output blew up; callers that
-#: record a diverged run (the benchmarks) match on them.
+#: The words of the error that stops a fit whose model output blew up; read by
+#: :func:`is_divergence`, never by callers.
 DIVERGED = "holds NaN, infinite or exploded values"
+
+
+class DivergedError(ValueError):
+    """Training stopped: the model output blew up (NaN, infinite or beyond the clip).
+
+    Raised before any weight is updated, in eager mode; inside a compiled
+    ``fit`` the same stop is a ``tf.errors.InvalidArgumentError`` (a graph
+    assertion). :func:`is_divergence` recognises both.
+
+    Example:
+        >>> issubclass(DivergedError, ValueError)
+        True
+    """
+
+
+def is_divergence(error: BaseException) -> bool:
+    """Whether ``error`` is the stop of a diverging fit, in eager or graph mode.
+
+    Use it to record a diverged run (say, one learning rate of a sweep) and
+    re-raise every other error.
+
+    Example:
+        >>> is_divergence(DivergedError("...")), is_divergence(ValueError("bad `x`"))
+        (True, False)
+    """
+    return isinstance(error, DivergedError) or DIVERGED in str(error)
 
 
 def _from_sigmoid(y_pred: Any) -> bool:
@@ -81,7 +107,8 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
             if tf.executing_eagerly() and hasattr(x, "numpy"):
                 arr = x.numpy()
                 if not np.all(np.abs(arr) <= bound):
-                    raise ValueError(f"{output} min {np.min(arr):.4g}, max {np.max(arr):.4g}.")
+                    raise DivergedError(
+                        f"{output} min {np.min(arr):.4g}, max {np.max(arr):.4g}.")
                 if not np.all(np.isfinite(dy.numpy())):
                     raise ValueError(gradient)
                 return dy
@@ -217,5 +244,5 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
     return guard(value)
 
 
-__all__ = ["DIVERGED", "MAX_LOGIT", "finite_checks", "guard_finite", "probability_to_logit",
-           "to_logits", "with_checks"]
+__all__ = ["DIVERGED", "MAX_LOGIT", "DivergedError", "finite_checks", "guard_finite",
+           "is_divergence", "probability_to_logit", "to_logits", "with_checks"]

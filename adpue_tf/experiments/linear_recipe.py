@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from adpue_tf import risks
-from adpue_tf._internal.numeric import sigmoid
+from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.experiments.linear_fit import LinearFit, fit_linear
 from adpue_tf.labels import Source, check_finite
 from adpue_tf.validation import exposure_nll

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from adpue_tf._internal.numeric import sigmoid
+from adpue_tf.experiments.helpers import sigmoid
 
 __all__ = ["MECHANISMS", "DESCRIPTIONS", "SCORE_SEED", "exposure_score", "calibrated",
            "cloglog"]

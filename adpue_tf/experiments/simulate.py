@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._internal.numeric import sigmoid as _sigmoid
+from adpue_tf.experiments.helpers import sigmoid as _sigmoid
 from adpue_tf.experiments.mechanisms import MECHANISMS, calibrated, exposure_score
 from adpue_tf.labels import check_binary, check_finite
 

@@ -56,8 +56,8 @@ from typing import Any, Callable
 import numpy as np
 
 from adpue_tf import losses
-from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.experiments import baselines, linear_fit, linear_recipe, recommended, simulate
+from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.experiments.peers import elkan_noto, external_methods
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 

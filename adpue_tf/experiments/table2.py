@@ -44,9 +44,9 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import data, losses, validation
-from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.callbacks import BestRound, RefreshDagger
 from adpue_tf.experiments import simulate
+from adpue_tf.losses import is_divergence
 from adpue_tf.model import DebiasedModel
 
 __all__ = ["NeuralBenchConfig", "PUE_METHODS", "SSE_METHODS", "build_network",
@@ -164,7 +164,7 @@ def _train(ds: Any, loss: keras.losses.Loss, cfg: NeuralBenchConfig, input_shape
     try:
         model.fit(ds, epochs=cfg.epochs, verbose=0, shuffle=False, callbacks=[curves])
     except tf.errors.InvalidArgumentError as err:
-        if DIVERGED not in str(err):
+        if not is_divergence(err):
             raise
         done = len(curves.history["accuracy"])
         curves.on_epoch_end(done)  # the state it stopped in

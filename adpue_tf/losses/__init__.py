@@ -9,7 +9,10 @@ function :func:`adpue_tf.risks.adpue`, the class :class:`ADPUELoss` and the
 key ``"adpue"`` name the same thing, with the same options and defaults; the
 same holds for every loss here (:data:`LOSSES`). :func:`get` resolves a key, a
 class name, a serialized config or an instance to a loss; :func:`get_class`
-gives the class (whose ``risk_fn`` is the function).
+gives the class (whose ``risk_fn`` is the function). A fit whose model output
+blows up stops before the step with :class:`DivergedError` (in a compiled
+``fit``, an ``InvalidArgumentError``); :func:`is_divergence` tells both apart
+from other errors.
 
 Example:
     >>> import keras, adpue_tf as adp
@@ -19,6 +22,7 @@ Example:
     'adpe_loss'
 """
 
+from adpue_tf._internal.guards import DivergedError, is_divergence
 from adpue_tf.losses.base import REDUCTION, DebiasedLoss
 from adpue_tf.losses.baselines import IPSLoss, LogitLoss, NNPULoss, PNULoss, UPULoss
 from adpue_tf.losses.debiasing import (
@@ -39,6 +43,8 @@ __all__ = [
     "get",
     "get_class",
     "DebiasedLoss",
+    "DivergedError",
+    "is_divergence",
     "ADPUELoss",
     "ADPELoss",
     "ADFPULoss",

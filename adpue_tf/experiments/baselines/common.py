@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from adpue_tf import risks
-from adpue_tf._internal.checks import check_int
+from adpue_tf.experiments.helpers import check_int
 from adpue_tf.experiments.linear_fit import LinearFit, fit_linear
 from adpue_tf.labels import check_binary, check_finite, pack_pu
 

@@ -7,8 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._internal.checks import check_int
-from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.experiments.baselines.common import (
     _check_float,
     _check_labels,
@@ -16,6 +14,7 @@ from adpue_tf.experiments.baselines.common import (
     _OneTrial,
     fit_logistic,
 )
+from adpue_tf.experiments.helpers import check_int, sigmoid
 from adpue_tf.experiments.linear_fit import LinearFit
 from adpue_tf.labels import check_finite
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._internal.checks import check_int
 from adpue_tf.experiments.baselines.common import (
     _check_features,
     _check_float,
@@ -16,6 +15,7 @@ from adpue_tf.experiments.baselines.common import (
     _OneTrial,
     _proba,
 )
+from adpue_tf.experiments.helpers import check_int
 
 __all__ = ["SAREM", "sar_em_posterior"]
 

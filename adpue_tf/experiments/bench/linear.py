@@ -30,7 +30,7 @@ from adpue_tf.experiments.bench.common import (
     prepare_out,
     run_provenance,
 )
-from adpue_tf.experiments.datasets.common import _read_bytes as read_bytes
+from adpue_tf.experiments.datasets.common import read_bytes
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LABEL_MAPS", "NAMES", "Dataset", "LabelMap", "binarize", "paper_rows"]
+__all__ = ["LABEL_MAPS", "NAMES", "Dataset", "LabelMap", "binarize", "paper_rows", "read_bytes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,8 +118,25 @@ def paper_rows(name: str) -> int | None:
     return _PAPER_ROWS.get(_check_name(name, tuple(_LIBSVM)))
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, decompressed when it is ``.gz``/``.bz2``; clear errors naming it."""
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is ``.gz``/``.bz2``; clear errors naming it.
+
+    Args:
+        path: the file; gzip is also recognised by its magic bytes.
+
+    Returns:
+        The (decompressed) bytes.
+
+    Raises:
+        ValueError: a corrupt compressed file, naming ``path``.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = p.write_bytes(b"1 1:0.5")
+        >>> read_bytes(p)
+        b'1 1:0.5'
+    """
     raw = path.read_bytes()
     kind = {".gz": "gzip", ".bz2": "bz2"}.get(path.suffix)
     if kind is None and raw[:2] == b"\x1f\x8b":

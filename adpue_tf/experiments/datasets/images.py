@@ -12,8 +12,8 @@ from adpue_tf.experiments.datasets.common import (
     LABEL_MAPS,
     Dataset,
     _check_name,
-    _read_bytes,
     binarize,
+    read_bytes,
 )
 
 __all__ = ["FASHION_MNIST_DIR", "load_fashion_mnist", "load_tfds", "read_idx"]
@@ -38,7 +38,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
         array([[0, 1, 2],
                [3, 4, 5]], dtype=uint8)
     """
-    raw = _read_bytes(Path(path))
+    raw = read_bytes(Path(path))
     if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an IDX file (magic bytes {raw[:4].hex()}).")
     dtype, ndim = np.dtype(_IDX_DTYPES[raw[2]]), raw[3]

@@ -15,8 +15,8 @@ from adpue_tf.experiments.datasets.common import (
     LABEL_MAPS,
     Dataset,
     _check_name,
-    _read_bytes,
     binarize,
+    read_bytes,
 )
 
 __all__ = ["CACHE_SUBDIR", "ENV_VAR", "LIBSVM_FILES_URL", "LIBSVM_URL", "data_dir", "libsvm_path",
@@ -122,7 +122,7 @@ def libsvm_path(name: str, *, data_dir: str | os.PathLike | None = None,
                 f"Download it from {url} (listed at {LIBSVM_URL}) into that directory; {fetch}.")
         path = found[0]
         if verify and digest is not None:
-            got = _sha256(path, None if path.name == fname else _read_bytes(path))
+            got = _sha256(path, None if path.name == fname else read_bytes(path))
             if got != digest:
                 raise ValueError(f"{path}: sha256 {got} differs from the LIBSVM site's file "
                                  f"({digest}); the copy is corrupt or another version. "
@@ -179,7 +179,7 @@ def read_libsvm(path: str | os.PathLike, n_features: int) -> tuple[np.ndarray, n
         ValueError: ...f, line 2: the file ends in the middle of this line ('+1 1:0.')...
     """
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = read_bytes(path)
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError as err:
