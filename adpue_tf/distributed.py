@@ -1,37 +1,13 @@
 """``model.fit`` under ``tf.distribute.MultiWorkerMirroredStrategy``.
 
-Keras 3 (3.15 with TensorFlow 2.21, and every Keras 3 release since 2.16)
-cannot run ``fit`` under ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585):
-it fails on every worker with ``ValueError: Attempt to convert a value
-(PerReplica:{...})``, for any model and any loss. Two places in Keras's
-TensorFlow trainer assume a single worker:
+Keras 3 cannot run ``fit`` under ``MultiWorkerMirroredStrategy``
+(keras-team/keras#20585). :class:`MultiWorkerModel` wraps any Keras model
+(and :class:`~adpue_tf.DebiasedModel` includes the fix) so that it can; on one
+worker both behave exactly as the wrapped model. Each step equals one
+device's step on the same global batch.
 
-1. Before the first step, ``fit`` draws one distributed batch to build the
-   model symbolically and calls ``strategy.reduce("MEAN", batch, axis=None)``
-   on the whole ``(x, y)`` structure. Under ``MultiWorkerMirroredStrategy``
-   that reduction converts the structure to one tensor and fails. The batch
-   is only used for its shapes, so :class:`MultiWorkerFit` uses this worker's
-   own replica batch instead.
-2. After each step, the per-replica logs are combined with
-   ``strategy.reduce("MEAN", value, axis=0)``, which needs a batch axis, and
-   every log of a train or test step is a scalar. :class:`MultiWorkerFit`
-   returns the logs with shape ``(1,)`` when several workers train, so the
-   reduction averages the workers' values and gives a scalar again.
-
-Nothing else changes: the train step is Keras's own (with loss scaling), the
-losses of this package already divide group sums by global counts, so each
-step equals one device's step on the same global batch.
-
-Use :class:`MultiWorkerModel` around any Keras model (one line), or
-:class:`~adpue_tf.DebiasedModel`, which includes the fix. On one worker both
-behave exactly as the wrapped model.
-
-Data: each worker reads the same pipeline (same ``seed``) and Keras gives every
-worker a contiguous slice of each global batch (``AutoShardPolicy.DATA`` for
-arrays). The data builders interleave the sources so that any contiguous slice
-holds every source when each source has at least as many rows in a batch as
-there are replicas in total: ``share × batch_size ≥ num_workers × replicas per
-worker`` for every source (see :mod:`adpue_tf.data`).
+The two places in Keras it mends, and how the data reach every worker:
+``docs/api/distributed.md``.
 
 Example:
     >>> import keras, adpue_tf as adp

@@ -1,24 +1,9 @@
 """Exposure model ``θ̂(e=1|x)`` and the Ratio estimate ``q̂/θ̂`` as Keras models.
 
-Two yardsticks that the observable validation scores of
-:mod:`adpue_tf.validation` need, fitted once on the data a user has:
-
-* :func:`fit_exposure_model`: ``θ̂(e=1|x)``, an L2-regularised logistic
-  regression of ``E`` on the exposure log, returned as a ``keras.Model``
-  whose output is the **probability** ``θ̂`` in ``[0, 1]`` (shape ``(n, 1)``).
-* :class:`RatioModel` / :func:`fit_ratio_model`: the separate-estimation
-  answer ``p̂(y=1|x) = clip(q̂(w=1|x) / max(θ̂(e=1|x), floor), 0, 1)``, with
-  ``q̂`` a logistic regression of ``W`` on the PU rows. Under strong
-  ignorability ``q = p·θ``, so the ratio recovers ``p`` where both
-  classifiers are right. It outputs a probability by default, or the logit
-  of the clipped ratio with ``logits=True`` (for
-  ``DebiasedModel(net, initial_dagger=ratio)`` with a ``from_logits=True``
-  loss, where the initial guess must speak the net's convention).
-
-The logistic regressions are fitted by Newton's method in float64 NumPy
-(exact, deterministic, no training schedule to tune); features of any shape
-are flattened. For a non-linear ``θ̂``, train any Keras classifier of ``E``
-with a sigmoid output and use it in their place.
+:func:`fit_exposure_model` gives ``θ̂``, :func:`fit_ratio_model` (a
+:class:`RatioModel`) the separate-estimation answer ``clip(q̂/θ̂, 0, 1)``: the
+yardsticks the observable scores of :mod:`adpue_tf.validation` need, fitted
+by Newton's method on the data a user has. More: ``docs/api/exposure.md``.
 
 Example:
     >>> import numpy as np

@@ -1,45 +1,12 @@
 """``adpue-tf bench linear``: the paper's Table 1 with linear models.
 
-For each LIBSVM data set and split ratio ``α``, each trial (seed ``t``) draws
-exposure with the paper's mechanism (``θ(e=1)`` = ``exposure_rate``), holds out
-300 test rows and splits the rest ``α : (1-α)`` into PU and E parts (PUE) or PU
-and SSE parts (3SE), as :mod:`adpue_tf.experiments.simulate` does. All trials of a setting
-are fitted at once with :func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam;
-see there why this reaches the same optimum as one trial at a time), except
-SAR-EM, which runs as its reference implementation does, one trial at a time
-(:class:`adpue_tf.experiments.baselines.SAREM`). ``exposure_mechanism`` swaps
-the paper's formula for another (:func:`adpue_tf.experiments.simulate.exposure_theta`).
-
-Methods. PUE: Logit (cross-entropy on ``W``), uPU and nnPU (given the true
-class prior ``π_y`` of the data set: an *oracle* input; logistic loss, and
-``uPU-sig``/``nnPU-sig`` with the sigmoid loss of Kiryo et al.'s code), EM
-(SAR-EM, Bekker & Davis 2018), Ratio (``q̂/θ̂``), IPS (Saito et al. 2020:
-cross-entropy on ``W`` weighted by ``1/max(θ̂, ips_clip)``), ADPUE-direct (the
-paper's nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE (the recommended
-recipe, :mod:`adpue_tf.experiments.linear_recipe`: L2 and alternate-learning
-rounds chosen inside each trial by cross-validation on its training PU/E rows
-with the exposure likelihood), ADPUE-ref (the same candidates chosen by the
-reference risk), pulearn's Elkan–Noto classifier as an external peer when
-pulearn is installed, and Recommended (:func:`adpue_tf.fit_pue` with a linear
-net, one trial at a time: :mod:`adpue_tf.experiments.recommended`). 3SE: ADS, PNU (oracle
-``π_y``, ``η`` = ``pnu_eta``), AD3SE (``α`` = ``ad3se_alpha``).
-
-Training: every method's linear model carries the same L2 penalty
-(``l2``), except SAR-EM, which keeps its reference's regularisation
-(scikit-learn's ``C = 1``: ``½‖θ‖²`` against the summed log-loss, i.e.
-``1/(2n)`` on the mean for ``n`` PU rows, weaker than ``l2``; see
-:func:`em_note`). Without the penalty, the risks with a negative term (uPU,
-nnPU, ADPUE, AD3SE) run away on these small training sets (a few hundred rows, up to 300
-features): a linear model finds directions where the E rows (or P rows) and
-the PU rows differ by sampling noise and pushes the logits along them; with
-the paper's plain ``max`` the correction then lets ``R+`` drive every logit
-up (everything predicted positive). We observed that in full-batch runs
-without the penalty; the penalty and Kiryo's ``γ`` step are our stand-ins for
-the implicit regularisation of the paper's (unstated) training schedule.
-
-Accuracy: inductive on the test rows, transductive on the training rows whose
-label is hidden (PU rows with ``W = 0``, and every E row in PUE or SSE row with
-``E = 0`` in 3SE). Reported as mean ± standard error over the trials.
+For each LIBSVM data set and split ratio ``α``, each trial draws exposure with
+the paper's mechanism, holds out 300 test rows and splits the rest into PU and
+E (PUE) or PU and SSE (3SE) parts; all trials of a setting are fitted at once
+(:func:`adpue_tf.experiments.linear_fit.fit_linear`), SAR-EM one at a time.
+Accuracy is inductive (test rows) and transductive (hidden training labels),
+mean ± standard error over the trials. The methods, the shared L2 penalty and
+why it is needed: ``docs/api/experiments.md``.
 
 Example:
     >>> from adpue_tf.experiments.table1 import LinearBenchConfig

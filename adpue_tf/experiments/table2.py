@@ -1,30 +1,11 @@
 """``adpue-tf bench neural``: the paper's Table 2 and Figures 3-4 with neural networks.
 
-Data: Fashion-MNIST (Debian's IDX files), MNIST and CIFAR-10 (tensorflow-datasets,
-where they can be loaded); label maps of SPEC.md. Images are the network's
-input; exposure is drawn from a fixed random projection of the image to 13
-features (:func:`adpue_tf.experiments.simulate.project_features`, the documented stand-in),
-with the paper's mechanism. 10,000 rows are held out for the test set; the rest
-is split ``r : (1-r)`` into PU and E parts (PUE) or PU and SSE parts (3SE) for
-each separate ratio ``r``.
-
-Models: an MLP 784-100-1 (ReLU) for MNIST and Fashion-MNIST, LeNet
-(``C(6,5)-pool-C(16,5)-pool-120-84-1``) for CIFAR-10; Adam, learning rate 1e-3.
-Methods: PUE — Logit, nnPU (oracle ``π_y``), ADPUE-direct (the paper's
-formulation: nnPUE with ``f† = stop_gradient(σ(z))``), ADPUE; 3SE — ADS, PNU (oracle
-``π_y``), AD3SE. After every epoch the test accuracy, precision and recall are
-recorded for the curves of Figures 3-4.
-
-``ADPUE`` is the recommended recipe, as in Table 1: alternate
-learning (:class:`adpue_tf.DebiasedModel` + :class:`adpue_tf.RefreshDagger`, a
-refresh every ``refresh_every`` epochs) from ``f†₀ = mean(W)`` (the PU
-positive rate of the training rows), the round chosen by
-:class:`adpue_tf.callbacks.BestRound` on the exposure likelihood
-(``val_exposure_nll``) of held-out **training** rows: ``val_fraction`` of the
-PU rows and of the E rows, never a label ``Y``. ``θ̂`` for that score is the
-same network trained with BCE on the remaining E rows (``theta_epochs``
-epochs). ADPUE thus trains on fewer rows than the other methods, which use
-every training row.
+Fashion-MNIST, MNIST and CIFAR-10 with the paper's label maps and exposure
+mechanism (on a fixed 13-feature projection of each image); an MLP or LeNet
+trained with Adam; after every epoch the test accuracy, precision and recall
+for the curves. ``ADPUE`` is the recommended recipe (alternate learning, the
+round chosen on held-out training rows by the exposure likelihood). Data,
+models and methods: ``docs/api/experiments.md``.
 
 Example:
     >>> from adpue_tf.experiments.table2 import NeuralBenchConfig

@@ -1,21 +1,11 @@
 """The debiased risks of SPEC.md as pure functions.
 
 Each function takes a packed ``y_true`` (see :mod:`adpue_tf.labels`) and the
-model output, and returns :class:`RiskTerms`. All arithmetic is float32 from
-logits: ``ℓ1(z) = softplus(-z)``, ``ℓ0(z) = softplus(z)``.
-
-``R+`` collects the terms on ``ℓ1`` and ``R-`` the terms on ``ℓ0`` (the
-non-negative correction acts on ``R-``). For nnPE and FPUE the proxy's
-correction ``C`` is reported in neither: ``risk = R+ + max(R-, 0) + C``.
-
-The non-negative correction is in :mod:`adpue_tf.risks.correction`.
-
-One vocabulary, as Keras's ``huber`` / ``Huber`` / ``"huber"``: the function
-``adpue`` is wrapped by :class:`adpue_tf.losses.ADPUELoss`, whose registry key
-is ``"adpue"`` (:func:`adpue_tf.losses.get`); the same for every risk here.
-Function and class take the same options with the same defaults. The former
-names ``nnpue``, ``nnpe`` and ``fpue`` (named after the risks rather than the
-methods) remain as aliases of ``adpue``, ``adpe`` and ``adfpu``.
+model output, and returns :class:`RiskTerms` (``R+``, ``R-``, the risk, whether
+the correction fired), in float32 from logits. The function ``adpue`` is
+wrapped by :class:`adpue_tf.losses.ADPUELoss` (key ``"adpue"``), and so on for
+every risk; the non-negative correction is in :mod:`adpue_tf.risks.correction`.
+Conventions and aliases: ``docs/api/risks.md``.
 
 Example:
     >>> import numpy as np

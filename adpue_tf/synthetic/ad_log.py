@@ -1,29 +1,10 @@
 """A simulated ad impression log with known truth, written as TFRecord shards.
 
-Each row is an ad request: a user, a candidate item (with its campaign), a
-context vector and a device. The truth is known per row:
-
-* ``p(y=1|x) = σ(y0 + u·v + b_item + b_campaign + a·context + b_device)``: users and
-  items have latent factors ``u``, ``v``; the user would convert if shown.
-* A **logging policy** decides what is shown, from its score
-  ``z_e = e0 + s_item + λ·u·v + h·context``: ``θ(e=1|x) = σ(z_e)`` (``policy=
-  "logistic"``) or ``θ(e=1|x) = 1 - exp(-λ_e(x))`` with ``λ_e = exp(z_e)``
-  (``policy="cloglog"``: a Poisson number of chances to be shown; not logistic
-  in any linear score). It favours what it expects users to like (``λ``), and a
-  share of the items (``rare_item_share``) is almost never shown (``s_item =
-  rare_item_score``): strong selection bias, but ``E`` depends on ``x`` only,
-  so ``Y ⫫ E | x`` (strong ignorability) holds.
-* ``base_rate`` (e.g. 0.1) sets ``y0`` so that the mean ``p(y=1|x)`` is that rate
-  (:attr:`AdLogSimulator.conversion_intercept`, recorded in ``meta.json``).
-* The **PU log** keeps only ``W = E·Y`` per row (shown and converted); a separate
-  **exposure log** keeps only ``E``; a held-out **evaluation set** keeps ``Y``,
-  ``p(y=1|x)`` and ``θ(e=1|x)``.
-
-Features per row: ``user_id``, ``item_id``, ``campaign_id`` (int64), ``device``
-(string) and ``context`` (float32 vector). :func:`write_ad_log` writes the three
-parts as sharded TFRecord files of ``tf.Example`` plus ``meta.json``
-(generator, seed, counts, file lists), generating shard by shard so memory stays
-flat in the number of rows; ``adpue-tf simulate-logs`` runs it.
+Each row is an ad request (user, item, campaign, context, device) with its
+true ``p(y=1|x)`` and ``θ(e=1|x)``: a logging policy shows what it expects
+users to like, so exposure is strongly biased yet ignorable. The PU log keeps
+``W``, the exposure log ``E``, the evaluation set ``Y``. The model, the
+policies and the files: ``docs/api/synthetic.md``.
 
 Example:
     >>> sim = AdLogSimulator(AdLogConfig(n_users=50, n_items=20), seed=0)
