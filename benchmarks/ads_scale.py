@@ -30,7 +30,6 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -47,7 +46,13 @@ from benchmarks.ads_scale_methods import (  # noqa: E402
     throughput,
 )
 from benchmarks.ads_scale_report import plot, report  # noqa: E402
-from benchmarks.common import RESULTS, command_line, provenance_block, sha256_file  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    command_line,
+    provenance_block,
+    provenance_markdown,
+    sha256_file,
+)
 
 __all__ = ["best_val", "choose_lr", "main", "parse_args", "with_candidates"]
 
@@ -175,10 +180,13 @@ def choose_lr(candidates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def with_candidates(candidates: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The chosen run, with a summary of every candidate under ``lr_candidates``."""
+    """The chosen run, with a summary of every candidate under ``lr_candidates``.
+
+    When every learning rate diverged, the run says so (``diverged``) and has no scores.
+    """
     chosen = dict(choose_lr(candidates))
-    if "diverged" in chosen:
-        raise SystemExit(f"{chosen['method']}: every learning rate diverged.")
+    if "diverged" in chosen:  # a result to report, not a reason to lose the other methods'
+        chosen["diverged"] = "at every learning rate tried"
     chosen["lr_candidates"] = {
         lr: {"diverged": c["diverged"]} if "diverged" in c else
         {"best_val": best_val(c), "best_chunk": c["best_chunk"], "mae": c["eval"]["mae"],
@@ -225,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.from_json:
-        data = json.loads(Path(args.from_json).read_text())
-        _write(args, data["results"], data["throughput"], data["command"], out)
+        data = json.loads(Path(args.from_json).read_text())  # its provenance, not today's
+        _write(args, data["results"], data["throughput"], data["command"], out,
+               data.get("provenance"))
         return 0
     command = command_line("benchmarks.ads_scale", argv)
     results: dict[str, Any] = {}
@@ -249,10 +258,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _write(args: argparse.Namespace, results: dict, tp: dict | None, command: str,
-           out: Path) -> None:
-    data = {k: v for r in results.values() for k, v in r.get("data_sha256", {}).items()}
-    block, prov = provenance_block(command, seeds="0 (the logs' generator and rows, every net's "
-                                   "initialisation, the shuffles)", data=data)
+           out: Path, prov: dict[str, Any] | None = None) -> None:
+    """Write the report, the plot and the JSON; ``prov``: the provenance of an earlier run."""
+    if prov is None:
+        data = {k: v for r in results.values() for k, v in r.get("data_sha256", {}).items()}
+        block, prov = provenance_block(command, seeds="0 (the logs' generator and rows, every "
+                                       "net's initialisation, the shuffles)", data=data)
+    else:
+        block = "## Provenance\n\n" + provenance_markdown(prov) + "\n"
     text = report(args, results, tp, block)
     out.write_text(text)
     plot(results, out.with_name(out.stem + "_calibration.png"))

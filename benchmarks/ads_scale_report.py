@@ -77,6 +77,10 @@ def _accuracy(key: str, r: dict, methods: list[str]) -> list[str]:
         if m not in r["methods"]:
             continue
         x = r["methods"][m]
+        if "diverged" in x:
+            rows.append([f"`{m}`", f"diverged {x['diverged']}: training stopped, outputs "
+                         "beyond ±10⁴", *[""] * (len(ACCURACY) + 3)])
+            continue
         rows.append([f"`{m}`", *(fmt(x["eval"][k], d) for _, k, d in ACCURACY),
                      f"{x['lr']:g}", f"{x['best_chunk']}/{x['chunks']}" if "chunks" in x
                      else f"chose `{x['choice']}`", fmt(x["fit_wall_s"], 0),
@@ -108,8 +112,13 @@ def _accuracy(key: str, r: dict, methods: list[str]) -> list[str]:
     return lines
 
 
+def _usable(r: dict, methods: list[str]) -> list[str]:
+    """The methods of a log that ran and did not diverge."""
+    return [m for m in methods if m in r["methods"] and "diverged" not in r["methods"][m]]
+
+
 def _calibration(r: dict, methods: list[str]) -> list[str]:
-    present = [m for m in methods if m in r["methods"]]
+    present = _usable(r, methods)
     rows = []
     for b in range(10):
         cells = []
@@ -151,7 +160,7 @@ def report(args: Any, results: dict, tp: dict | None, provenance: str) -> str:
     mem = [[f"{r['rows']:,} ({r['policy']})", f"{r['memory']['peak_rss_mb']:.0f} "
             f"({r['memory']['rows']:,} rows, {r['memory']['rows_per_s']:,.0f} rows/s)",
             f"{r['theta']['peak_rss_mb']:.0f}",
-            *(f"{r['methods'][m]['peak_rss_mb']:.0f}" if m in r["methods"] else "—"
+            *(f"{r['methods'][m]['peak_rss_mb']:.0f}" if m in _usable(r, methods) else "—"
               for m in methods)] for r in map(results.get, _logs(results))]
     lines += ["", "## Peak resident memory (MB, `ru_maxrss` of each subprocess)", "",
               "The full pipeline pass streams every training row with no model; "
@@ -172,14 +181,15 @@ def targets(results: dict, tp: dict | None) -> list[str]:
         biggest[results[key]["policy"]] = key
     for policy, key in biggest.items():
         r = results[key]["methods"]
-        if "recommended" not in r or not all(m in r for m in RIVALS):
+        if not {"recommended", "bce"} <= set(_usable(results[key], list(r))):
             continue
-        e = {m: r[m]["eval"] for m in ("recommended", *RIVALS)}
+        e = {m: r[m]["eval"] for m in _usable(results[key], ["recommended", *RIVALS])}
         where = f"{results[key]['rows']:,} rows, `{policy}`"
-        best = min(RIVALS, key=lambda m: e[m]["log_loss_to_p"])
+        best = min((m for m in RIVALS if m in e), key=lambda m: e[m]["log_loss_to_p"])
         line(f"{where}: Recommended log-loss to p < BCE, IPS, direct ADPUE",
              f"{e['recommended']['log_loss_to_p']:.4f} vs " + ", ".join(
-                 f"{m} {e[m]['log_loss_to_p']:.4f}" for m in RIVALS),
+                 f"{m} {e[m]['log_loss_to_p']:.4f}" if m in e else f"{m} diverged"
+                 for m in RIVALS),
              e["recommended"]["log_loss_to_p"] < e[best]["log_loss_to_p"])
         line(f"{where}: Recommended MAE to p ≤ BCE", f"{e['recommended']['mae']:.4f} vs "
              f"{e['bce']['mae']:.4f}", e["recommended"]["mae"] <= e["bce"]["mae"])
@@ -211,9 +221,7 @@ def plot(results: dict, path: Path) -> None:
     key = _logs(results)[-1]
     r = results[key]["methods"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    for m in ran(results):
-        if m not in r:
-            continue
+    for m in _usable(results[key], ran(results)):
         cal = [c for c in r[m]["eval"]["calibration"] if c["n"]]
         axes[0].plot([c["mean_pred"] for c in cal], [c["mean_y"] for c in cal], "o-",
                      label=f"{m} (MAE {r[m]['eval']['mae']:.3f})")

@@ -1,4 +1,4 @@
-"""benchmarks/ads_scale.py on a tiny simulated ad log, so that its code path cannot rot."""
+"""benchmarks.ads_scale on a tiny simulated ad log, so that its code path cannot rot."""
 
 from __future__ import annotations
 
@@ -7,93 +7,119 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("keras")
-from adpue_tf.synthetic.ad_log import read_ad_log_meta  # noqa: E402
+from adpue_tf.synthetic import read_ad_log_meta
+from benchmarks import ads_scale, ads_scale_log, ads_scale_methods, ads_scale_report
 
 
-@pytest.fixture(scope="module")
-def bench(load_benchmark):
-    return load_benchmark("ads_scale")
-
-
-def test_auc_matches_pair_count(bench):
+def test_auc_counts_tied_pairs_half():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 300)
     s = np.round(rng.random(300), 1)  # many ties
     pos, neg = s[y == 1], s[y == 0]
     pairs = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    assert bench.auc(y, s) == pytest.approx(pairs / (len(pos) * len(neg)), abs=1e-12)
+    truth = {"y": y, "p_y": np.full(300, 0.5), "theta": np.full(300, 0.5)}
+    auc = ads_scale_methods.scores(s, truth)["auc"]
+    assert auc == pytest.approx(pairs / (len(pos) * len(neg)), abs=1e-12)
 
 
-def test_scores_exact_values(bench):
+def test_scores_exact_values():
     truth = {"y": np.array([1, 0, 1, 0]), "p_y": np.array([0.9, 0.1, 0.6, 0.4]),
              "theta": np.array([0.01, 0.5, 0.5, 0.02])}
-    out = bench.scores(np.array([0.85, 0.35, 0.65, 0.15]), truth)  # none on a bin edge
+    q = np.array([0.85, 0.35, 0.65, 0.15])  # none on a bin edge
+    out = ads_scale_methods.scores(q, truth)
     assert out["mae"] == pytest.approx((0.05 + 0.25 + 0.05 + 0.25) / 4)
     assert out["mae_rarely_shown"] == pytest.approx((0.05 + 0.25) / 2)
     ll = -(np.log(0.85) + np.log(0.65) + np.log(0.65) + np.log(0.85)) / 4
     assert out["log_loss"] == pytest.approx(ll)
+    p = truth["p_y"]
+    to_p = -(p * np.log(q) + (1 - p) * np.log(1 - q)).mean()
+    kl = (p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))).mean()
+    assert out["log_loss_to_p"] == pytest.approx(to_p, rel=1e-5)
+    assert out["kl_to_p"] == pytest.approx(kl, rel=1e-4)
     assert out["auc"] == 1.0
     cal = {c["bin"]: c for c in out["calibration"] if c["n"]}
     assert sorted(cal) == ["0.1-0.2", "0.3-0.4", "0.6-0.7", "0.8-0.9"]
     assert cal["0.8-0.9"]["mean_true_p"] == pytest.approx(0.9)
-    # ECE: |pred - y| per single-row bin
-    assert out["ece"] == pytest.approx((0.15 + 0.35 + 0.35 + 0.15) / 4)
+    assert out["ece"] == pytest.approx((0.15 + 0.35 + 0.35 + 0.15) / 4)  # one row per bin
 
 
-@pytest.mark.slow
-def test_every_method_end_to_end_on_a_tiny_log(bench, tmp_path):
-    log = bench.ensure_log(4000, tmp_path, workers=1)
-    meta = read_ad_log_meta(log)
-    assert meta["counts"] == {"pu": 2000, "exposure": 2000, "eval": 50_000}
-    theta = bench.fit_theta(meta, batch_size=256, epochs=1, lr=0.01)
-    theta.save(tmp_path / "theta.keras")
-    for method in bench.METHODS:
-        out = bench.run_method(log, method, chunks=2, batch_size=256, lr=0.01, val_rows=300,
-                               theta_path=str(tmp_path / "theta.keras"))
-        assert out["steps"] > 0 and out["train_rows"] == out["steps"] * 256
-        assert out["best_chunk"] in (1, 2) and len(out["val_exposure_nll"]) == 2
-        assert np.isfinite(out["val_exposure_nll"]).all()
-        e = out["eval"]
-        assert 0.0 < e["mae"] < 1.0 and 0.0 < e["auc"] < 1.0 and np.isfinite(e["log_loss"])
-        assert out["p_hat"].shape == (50_000,) and out["peak_rss_mb"] > 0
+def _run(ll: float, mae: float, wall: float = 1.0) -> dict:
+    return {"eval": {"log_loss_to_p": ll, "mae": mae}, "fit_wall_s": wall, "fit_cpu_s": wall}
 
 
-@pytest.mark.slow
-def test_main_writes_report_plot_and_json(bench, tmp_path):
-    out = tmp_path / "res" / "ads.md"
-    bench.main(["--rows", "3000", "--log-dir", str(tmp_path / "logs"), "--out", str(out),
-                "--batch-size", "256", "--chunks", "2", "--val-rows", "300", "--lr", "0.01",
-                "--lrs", "0.01", "0.05",
-                "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "2"])
-    text = out.read_text()
-    for needle in ("## Accuracy at 3,000 logged rows", "## Training throughput",
-                   "## Peak resident memory", "## Targets", "ADPUE MAE to p"):
-        assert needle in text
-    assert (tmp_path / "res" / "ads_calibration.png").stat().st_size > 1000
-    data = json.loads((tmp_path / "res" / "ads.json").read_text())
-    assert set(data["results"]["3000"]["methods"]) == set(bench.METHODS)
-    assert set(data["throughput"]) >= set(bench.METHODS)
-    for m in bench.METHODS:  # each ran at both rates and kept the lower best score
-        run = data["results"]["3000"]["methods"][m]
-        cands = run["lr_candidates"]
-        assert set(cands) == {"0.01", "0.05"}
-        assert run["lr"] == float(min(cands, key=lambda lr: cands[lr]["best_val"]))
-    assert "Learning rates tried at 3,000 logged rows" in text
+def test_targets_compare_recommended_with_bce_ips_and_direct_adpue():
+    methods = {"bce": _run(0.60, 0.10, wall=10.0), "ips": _run(0.55, 0.09),
+               "adpue": _run(0.58, 0.08)}
+    results = {"rows_10": {"rows": 10, "policy": "logistic",
+                           "methods": {**methods, "recommended": _run(0.50, 0.09, wall=30.0)}},
+               "rows_10_cloglog": {"rows": 10, "policy": "cloglog",
+                                   "methods": {**methods, "recommended": _run(0.56, 0.11,
+                                                                              wall=50.0)}}}
+    text = "\n".join(ads_scale_report.targets(results, None))
+    met = [line.rsplit("|", 2)[-2].strip() for line in text.splitlines()
+           if line.startswith("| 10 rows")]
+    # logistic: all met; cloglog: IPS is lower, MAE above BCE's, 5x the cost
+    assert met == ["yes", "yes", "yes", "**no**", "**no**", "**no**"]
+    assert "30 s / 10 s = 3.00" in text and "50 s / 10 s = 5.00" in text
 
 
-def test_the_learning_rate_is_chosen_by_the_validation_score_alone(bench):
+def test_the_learning_rate_is_chosen_by_the_validation_score_alone():
     runs = {"0.01": {"val_exposure_nll": [0.40, 0.31, 0.33], "eval": {"mae": 0.9}},
             "0.03": {"val_exposure_nll": [0.35, 0.32], "eval": {"mae": 0.1}},
             "0.1": {"val_exposure_nll": [0.31, 0.50], "eval": {"mae": 0.0}}}
-    assert bench.best_val(runs["0.01"]) == 0.31
+    assert ads_scale.best_val(runs["0.01"]) == 0.31
     # lowest best score wins; a tie goes to the first given; the evaluation MAE is never read
-    assert bench.choose_lr(runs) is runs["0.01"]
+    assert ads_scale.choose_lr(runs) is runs["0.01"]
     # a diverged rate is never kept, and is reported as such
     runs["0.001"] = {"method": "ips", "lr": 0.001, "diverged": "exploded"}
     for r, lr in zip(runs.values(), (0.01, 0.03, 0.1)):
         r.update(method="ips", lr=lr, best_chunk=1, eval={"mae": 0.1, "auc": 0.7})
-    kept = bench.with_candidates(runs)
+    kept = ads_scale.with_candidates(runs)
     assert kept["lr"] == 0.01 and kept["lr_candidates"]["0.001"] == {"diverged": "exploded"}
-    with pytest.raises(SystemExit, match="every learning rate diverged"):
-        bench.with_candidates({"0.1": runs["0.001"]})
+    alone = ads_scale.with_candidates({"0.001": runs["0.001"]})  # reported, not a crash
+    assert alone["diverged"] == "at every learning rate tried" and "eval" not in alone
+
+
+@pytest.mark.slow
+def test_every_method_end_to_end_on_a_tiny_log(tmp_path):
+    log = ads_scale_log.ensure_log(4000, tmp_path, workers=1, eval_rows=2000)
+    meta = read_ad_log_meta(log)
+    assert meta["counts"] == {"pu": 2000, "exposure": 2000, "eval": 2000}
+    theta = ads_scale_log.fit_theta(meta, batch_size=256, epochs=1, lr=0.01)
+    theta.save(tmp_path / "theta.keras")
+    for method in ads_scale_methods.STREAMED:
+        out = ads_scale_methods.run_method(log, method, chunks=2, batch_size=256, lr=0.01,
+                                           val_rows=300, theta_path=str(tmp_path / "theta.keras"))
+        assert out["steps"] > 0 and out["train_rows"] == out["steps"] * 256
+        assert out["best_chunk"] in (1, 2) and len(out["val_exposure_nll"]) == 2
+        assert np.isfinite(out["val_exposure_nll"]).all()
+        e = out["eval"]
+        assert 0.0 < e["mae"] < 1.0 and 0.0 < e["auc"] < 1.0 and np.isfinite(e["kl_to_p"])
+        assert out["p_hat"].shape == (2000,) and out["peak_rss_mb"] > 0
+    rec = ads_scale_methods.run_recommended(log, epochs=1, batch_size=256, lr=0.01)
+    assert rec["choice"] in rec["scores"] and rec["fit_wall_s"] > 0
+    assert rec["train_rows"] == 2 * 2000 * 15 // 16 and 0.0 < rec["eval"]["mae"] < 1.0
+
+
+@pytest.mark.slow
+def test_main_writes_report_plot_and_json(tmp_path):
+    out = tmp_path / "res" / "ads.md"
+    ads_scale.main(["--rows", "3000", "--log-dir", str(tmp_path / "logs"), "--out", str(out),
+                    "--policies", "cloglog", "--methods", "bce", "recommended",
+                    "--batch-size", "256", "--chunks", "2", "--val-rows", "300", "--lr", "0.01",
+                    "--lrs", "0.01", "0.05", "--eval-rows", "1000", "--epochs", "1",
+                    "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "1"])
+    text = out.read_text()
+    for needle in ("## Provenance", "- Command: `python -m benchmarks.ads_scale --rows 3000",
+                   "## Accuracy: 3,000 logged rows, `cloglog` policy", "## Targets",
+                   "## Training throughput", "## Peak resident memory", "fit_pue: chose"):
+        assert needle in text, needle
+    assert str(tmp_path) not in text and "<local>/logs" in text
+    assert (tmp_path / "res" / "ads_calibration.png").stat().st_size > 1000
+    data = json.loads((tmp_path / "res" / "ads.json").read_text())
+    run = data["results"]["rows_3000_cloglog"]
+    assert set(run["methods"]) == {"bce", "recommended"} and str(tmp_path) not in json.dumps(data)
+    assert len(data["provenance"]["data_sha256"]) == 33  # 16 + 16 shards and the eval set
+    cands = run["methods"]["bce"]["lr_candidates"]  # both rates ran; the lower score kept
+    assert set(cands) == {"0.01", "0.05"}
+    assert run["methods"]["bce"]["lr"] == float(min(cands, key=lambda lr: cands[lr]["best_val"]))
