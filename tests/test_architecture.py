@@ -180,3 +180,14 @@ def test_the_root_holds_only_the_public_concepts():
     assert ROOT_CONCEPTS <= entries
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert all((PACKAGE / name / "__init__.py").is_file() for name in packages)
+
+
+def test_the_architecture_page_shows_every_entry_of_the_root():
+    """docs/architecture.md's tree names each module and package of the root, and no other."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    tree = page.split("```\nadpue_tf/\n", 1)[1].split("```", 1)[0]
+    shown = {line.split()[0].rstrip("/").removesuffix(".py") for line in tree.splitlines()
+             if line.startswith("  ") and not line.startswith("   ")}
+    entries = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
+               if (p.is_dir() and (p / "__init__.py").is_file()) or p.suffix == ".py"}
+    assert shown == entries
