@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import zlib
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # The shared helpers (reference, serialization, conftest) import by name from
@@ -58,15 +56,3 @@ def batch():
     y = mixed_batch(0)
     z = np.random.default_rng(1).normal(0.0, 1.5, size=(len(y), 1)).astype(np.float32)
     return y, z
-
-
-@pytest.fixture(scope="session")
-def load_benchmark():
-    """``load_benchmark("throughput")``: a script of ``benchmarks/`` imported as a module."""
-    def load(name: str):
-        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    return load
