@@ -10,7 +10,7 @@ model:
   :class:`~adpue_tf.losses.DebiasedLoss` (``R+``, ``R-``, the risk, how often
   the correction fired), computed once per step: :func:`risk_metrics`,
   :class:`RiskMetric`, :class:`RiskTracker`.
-* :mod:`adpue_tf.metrics.validation_scores`: the observable validation scores
+* ``adpue_tf.metrics.validation_scores``: the observable validation scores
   (:class:`ExposureLikelihood`, :class:`ReferenceRisk`), also exported by
   :mod:`adpue_tf.validation`, which documents them.
 
