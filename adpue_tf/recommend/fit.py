@@ -296,7 +296,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
         candidates={n: fold_average(stages, n) for n in trained},
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
-        folds=k, final=final)
+        folds=k, final=final,
+        fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
 
 
 def choose_folds(n_pu: int, n_e: int, validation_split: float) -> int:

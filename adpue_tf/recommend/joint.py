@@ -1,22 +1,26 @@
 """One pass for several nets: :func:`train_together` trains candidates of every fold in one ``fit``.
 
-The candidates whose losses read only the packed labels of a PUE batch (``θ̂``,
-``bce_w``, ``brier``, ``exposed_pu``, ``adpue_direct``; then ``likelihood``
-and ``ips`` with ``θ̂`` as a label column) need nothing from each other during
+The candidates whose risks read only the packed labels of a PUE batch (``θ̂``,
+``bce_w``, ``brier``, ``exposed_pu``; then ``likelihood`` with ``θ̂`` as a
+label column) need nothing from each other during
 training. So one Keras model holds all their nets — one per candidate and
-fold — and one pass over the batches feeds them all: each net's loss sees only
+fold, their logits side by side — and one pass over the batches feeds them
+all: each net's risk (:mod:`adpue_tf.risks`) sees only
 the rows of its training part (a fold column in the labels says which rows a
 fold holds out), the nets share no weights, so the summed loss gives each net
 exactly its own gradient, and Adam's per-weight updates keep them independent.
+A net whose outputs explode stops the pass (the risks' guard); the stages
+then train those nets one by one, as without this module.
 Each net still keeps its own best epoch (:class:`~adpue_tf.recommend.train.HeldOutScore`).
 
 Example:
     >>> TOGETHER[0], LATER
-    ('theta', ('likelihood', 'ips'))
+    ('theta', ('likelihood',))
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf import losses
+from adpue_tf import risks
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
@@ -38,41 +42,46 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["LATER", "TOGETHER", "train_together"]
 
 #: Nets trained together first (no ``θ̂`` needed).
-TOGETHER = ("theta", "bce_w", "brier", "exposed_pu", "adpue_direct")
+TOGETHER = ("theta", "bce_w", "brier", "exposed_pu")
 #: Nets trained together once every fold's ``θ̂`` is known (a label column).
-LATER = ("likelihood", "ips")
+LATER = ("likelihood",)
 _E = float(Source.E)
 
 
-def _loss(name: str) -> Any:
-    return {"bce_w": losses.LogitLoss(from_logits=True),
-            "brier": losses.ExposureBrierLoss(from_logits=True),
-            "exposed_pu": losses.ExposedPULoss(from_logits=True, gamma=1.0),
-            "adpue_direct": losses.ADPUELoss(from_logits=True),
-            "likelihood": losses.ExposureLikelihoodLoss(from_logits=True),
-            "ips": losses.IPSLoss(clip=0.05, from_logits=True)}[name]
+def _risk(name: str, y: Any, z: Any) -> Any:
+    """The training objective of net ``name`` on packed labels ``y`` and logits ``z``."""
+    if name == "theta":  # cross-entropy on E over the exposure rows
+        kept = tf.cast(tf.equal(y[:, 2], _E), tf.float32)
+        per_row = tf.nn.softplus(z[:, 0]) - y[:, 1] * z[:, 0]
+        return tf.reduce_sum(per_row * kept) / tf.maximum(tf.reduce_sum(kept), 1.0)
+    fn = {"bce_w": risks.logit, "brier": risks.exposure_brier,
+          "exposed_pu": functools.partial(risks.exposed_pu, gamma=1.0),
+          "likelihood": risks.exposure_likelihood}[name]
+    return fn(y, z, from_logits=True).loss
 
 
-class _OnFold:
-    """A loss on the rows a fold trains on: ``y = [W, E, source, θ̂ per fold..., fold]``."""
+class _Joint:
+    """The summed objective of the nets ``jobs`` (``(fold, name)``), one logit column each.
 
-    def __init__(self, name: str, fold: int, folds: int) -> None:
-        self.name, self.fold, self.folds = name, fold, folds
-        self.loss = None if name == "theta" else _loss(name)
+    Labels: ``y = [W, E, source, θ̂ of each fold..., fold]``; net ``j`` sees
+    only the rows whose fold is not its own.
+    """
+
+    def __init__(self, jobs: Sequence[tuple[int, str]]) -> None:
+        self.jobs = list(jobs)
 
     def __call__(self, y_true: Any, y_pred: Any) -> Any:
         y_true = tf.cast(y_true, tf.float32)
-        keep = tf.not_equal(y_true[:, -1], float(self.fold))
-        z = tf.cast(tf.reshape(y_pred, (-1,)), tf.float32)
-        if self.name == "theta":  # cross-entropy on E over the kept exposure rows
-            keep = tf.logical_and(keep, tf.equal(y_true[:, 2], _E))
-            per_row = tf.nn.softplus(z) - y_true[:, 1] * z
-            kept = tf.cast(keep, tf.float32)
-            return tf.reduce_sum(per_row * kept) / tf.maximum(tf.reduce_sum(kept), 1.0)
-        y = y_true[:, :3]
-        if self.name in LATER:
-            y = tf.concat([y, y_true[:, 3 + self.fold:4 + self.fold]], axis=1)
-        return self.loss(tf.boolean_mask(y, keep), tf.boolean_mask(y_pred, keep))
+        y_pred = tf.cast(y_pred, tf.float32)
+        total = 0.0
+        for j, (fold, name) in enumerate(self.jobs):
+            keep = tf.not_equal(y_true[:, -1], float(fold))
+            y = y_true[:, :3]
+            if name in LATER:
+                y = tf.concat([y, y_true[:, 3 + fold:4 + fold]], axis=1)
+            total += _risk(name, tf.boolean_mask(y, keep),
+                           tf.boolean_mask(y_pred[:, j:j + 1], keep))
+        return total
 
 
 class _KeepEpoch(keras.callbacks.Callback):
@@ -92,7 +101,7 @@ class _KeepEpoch(keras.callbacks.Callback):
 
 
 def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
-             theta_pu: np.ndarray, names: Sequence[str], *, batch_size: int, seed: int,
+             theta_pu: np.ndarray, *, batch_size: int, seed: int,
              steps: int) -> tf.data.Dataset:
     """PUE batches whose labels carry each fold's ``θ̂`` and the row's fold."""
     def feats(rows: Rows, fold: np.ndarray, theta: np.ndarray) -> dict:
@@ -103,15 +112,14 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
                      batch_size=min(batch_size, len(pu) + len(e)), seed=seed,
                      steps_per_epoch=steps)
 
-    def split(x: dict, y: Any) -> tuple[Any, dict]:
-        full = tf.concat([tf.cast(y, tf.float32), x["theta"], x["fold"]], axis=1)
-        return x["x"], {n: full for n in names}
+    def split(x: dict, y: Any) -> tuple[Any, Any]:
+        return x["x"], tf.concat([tf.cast(y, tf.float32), x["theta"], x["fold"]], axis=1)
 
     return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
-                   pu_fold: np.ndarray, e_fold: np.ndarray) -> bool:
+                   pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
     """Train ``names`` of every stage in one pass; install each net in its stage.
 
     Stage ``s`` trains on the rows whose fold is not ``s`` (``-1``: no stage
@@ -123,13 +131,15 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         pu, e: every PU and E row.
         pu_fold, e_fold: each row's fold.
 
-    Returns:
-        False if a net diverged (nothing is installed; train them one by one).
+    A net with no finite held-out score in any epoch is recorded as failed
+    in its stage. If a net's outputs explode (the risks' guard stops the
+    step), nothing is installed and the stages train these nets one by one
+    (each failure then recorded for its own net).
     """
     jobs = [(s, n) for s, st in enumerate(stages) for n in names
             if n not in st.models and n not in st.failed]
     if not jobs:
-        return True
+        return
     first = stages[0]
     cfg = first.cfg
     folds = len(stages)
@@ -148,14 +158,15 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         else:
             callbacks.append(_KeepEpoch(nets[key], stages[s].fixed[name]))
     inputs = inputs_like(next(iter(nets.values())))
-    model = keras.Model(inputs, {k: net(inputs) for k, net in nets.items()})
+    outs = [net(inputs) for net in nets.values()]
+    model = keras.Model(inputs, outs[0] if len(outs) == 1 else
+                        keras.layers.Concatenate()(outs))
     rows = len(pu) + len(e)
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
-    model.compile(optimizer=cfg.optimizer(), steps_per_execution=steps,
-                  loss={k: _OnFold(n, s, folds) for k, (s, n) in zip(keys, jobs)})
+    model.compile(optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
     epochs = cfg.epochs if first.fixed is None else max(
         [st.fixed[n] for s, n in jobs for st in (stages[s],)] + [1])
-    data = _batches(pu, e, pu_fold, e_fold, theta_pu, keys, batch_size=cfg.batch_size,
+    data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
                     seed=first.seed_of(names[0]), steps=steps)
     try:
         model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
@@ -163,14 +174,14 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     except tf.errors.InvalidArgumentError as err:
         if DIVERGED not in str(err):
             raise
-        return False
+        return  # a net's outputs exploded: the stages train these nets one by one
     for (s, name), key, watch in zip(jobs, keys, callbacks):
         kept = watch.best_epoch if isinstance(watch, HeldOutScore) else stages[s].fixed[name]
         if isinstance(watch, HeldOutScore) and watch.best_epoch == 0:
-            stages[s].failed[name] = f"{name} had no finite held-out score"
+            stages[s].failed[name] = (f"{name} diverged in epoch 1 (no finite held-out "
+                                      "score)")
             continue
         stages[s].install(name, nets[key], kept)
-    return True
 
 
 #: What a candidate needs trained besides its own net (if it has one).
@@ -183,9 +194,8 @@ def train_needed(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Row
     """Train, in at most two passes, the nets of :data:`TOGETHER` and :data:`LATER` that ``names`` need.
 
     ``θ̂`` is always trained when the stages have held-out rows (the
-    tie-break reads it). The other nets (the alternate-learning ones) and any
-    net of a pass that diverged are left to the stages, which train them one
-    by one when asked.
+    tie-break reads it). The other nets (IPS, direct ADPUE, the alternate-learning
+    ones) are left to the stages, which train them one by one when asked.
     """
     wanted: set[str] = {"theta"} if stages[0].held_out is not None else set()
     todo = list(names)

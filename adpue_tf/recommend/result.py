@@ -40,6 +40,8 @@ class PUEFit:
             the best one (paired over the held-out rows).
         folds: 1 (one split) or the number of folds cross-fitted.
         final: ``"refit"`` or ``"average"``: what ``model`` is.
+        fold_models: ``{candidate: (model of fold 0, ...)}``, fold ``s``'s
+            model trained on the rows outside fold ``s``.
         failed: ``{candidate: why}`` for candidates whose net diverged before
             any usable epoch (left out of the choice), and a refit that
             diverged (then ``model`` is the one trained on the training part).
@@ -59,6 +61,8 @@ class PUEFit:
     brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
     folds: int = 1
     final: str = "refit"
+    fold_models: dict[str, tuple[keras.Model, ...]] = dataclasses.field(
+        default_factory=dict, repr=False)
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.

@@ -30,7 +30,7 @@ def _sig(z):
 
 def test_result_fields_report_and_model(data):
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
-                      candidates=["bce_w", "ratio", "brier"], **FAST)
+                      candidates=["bce_w", "ratio", "brier"], folds=1, **FAST)
     assert set(fit.scores) == {"bce_w", "ratio", "brier"}
     best = min(fit.scores, key=fit.scores.get)
     close = [n for n in fit.scores
@@ -53,7 +53,7 @@ def test_result_fields_report_and_model(data):
 def test_scores_are_the_exposure_brier_of_the_candidates_on_the_held_out_rows(data):
     """Recompute each score from the candidate models and the split fit_pue made."""
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
-                      candidates=["bce_w", "brier", "ips"], refit=False, **FAST)
+                      candidates=["bce_w", "brier", "ips"], refit=False, folds=1, **FAST)
     rng = np.random.default_rng(0)  # the split of fit_pue(seed=0): PU first, then E
     pu_ho = np.sort(rng.permutation(500)[:100])
     e_ho = np.sort(rng.permutation(500)[:100])
@@ -172,6 +172,11 @@ BAD = [
     (dict(refit="yes"), TypeError, "`refit` must be a bool"),
     (dict(learning_rate=-1.0), ValueError, "`learning_rate`"),
     (dict(tolerance=-1.0), ValueError, "`tolerance` must be a number >= 0"),
+    (dict(folds=0), ValueError, "`folds` must be >= 1"),
+    (dict(folds=2.0), TypeError, "`folds` must be an int"),
+    (dict(folds=300), ValueError, "`folds`=300 needs at least 600 PU rows"),
+    (dict(final="best"), ValueError, "`final` must be one of"),
+    (dict(final="refit", refit=False), ValueError, "`refit=False` contradicts"),
 ]
 
 
