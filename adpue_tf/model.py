@@ -355,6 +355,10 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         terms = loss.terms(y, y_pred, sample_weight)
         self.risk_tracker.update_state(terms)
         total = terms.loss
+        if not self.losses and type(loss).terms is DebiasedLoss.terms:
+            # DebiasedLoss.terms guards its loss already, and the loss reads the
+            # checked y_pred: every gradient waits for `checks` through it.
+            return total
         if self.losses:
             extra = ops.sum([ops.cast(v, "float32") for v in self.losses])
             total = total + extra / num_replicas()  # each replica adds them once

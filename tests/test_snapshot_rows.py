@@ -29,6 +29,7 @@ from adpue_tf.risks import _rows
 
 DIM = 4
 ROOT = Path(__file__).resolve().parents[1]
+MIN_WORK = _rows.MIN_WORK  # the rule's threshold, before the fixture below lowers it
 
 
 def _mlp(seed: int = 0, dim: int = DIM) -> keras.Model:
@@ -284,6 +285,44 @@ def test_snapshot_sees_only_the_selected_rows(jit):
     # epoch 1: the initial constant (the snapshot still runs), epoch 2: the snapshot
     expected = total if jit else read
     assert reader.seen == [expected, expected]
+
+
+def _first_matmul_input(graph, layer):
+    """The tensor that the first MatMul reading ``layer.kernel`` in ``graph`` multiplies."""
+    handles = {id(ext): internal for ext, internal in graph.captures}
+    handle = handles[id(layer.kernel.value.handle)]
+    for op in graph.get_operations():
+        if op.type == "ReadVariableOp" and op.inputs[0] is handle:
+            for consumer in op.outputs[0].consumers():
+                if consumer.type == "MatMul":
+                    return consumer.inputs[0]
+    raise AssertionError(f"no MatMul reads {layer.name}'s kernel")
+
+
+def test_graph_of_a_step_runs_the_snapshot_on_the_gathered_rows(monkeypatch):
+    """The throughput benchmark's setting (32-64-64-1, batch 512) under the default rule."""
+    monkeypatch.setattr(_rows, "MIN_WORK", MIN_WORK)
+    keras.utils.set_random_seed(0)
+    net = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
+                            keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)])
+    s = synthetic.synthetic_pue(512, 512, dim=32, seed=0)
+    x, y = next(iter(adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=512,
+                                          seed=0)))
+    model = adp.DebiasedModel(net)
+    model.compile(keras.optimizers.Adam(1e-3), loss=adp.ADPUELoss(from_logits=True))
+    model.start_alternate_learning()
+    model.refresh_dagger()
+    graph = tf.function(model.train_step).get_concrete_function((x, y)).graph
+    batch = _first_matmul_input(graph, model.net.layers[0])
+    rows = _first_matmul_input(graph, model.snapshot.layers[0])
+    assert batch.op.type == "Placeholder" and batch.shape.as_list() == [512, 32]
+    assert rows.op.type == "GatherV2" and rows.shape.as_list() == [None, 32]
+    assert rows.op.inputs[0] is batch  # the snapshot reads the batch's features, gathered
+    selection = {op.type for op in graph.get_operations()}
+    assert {"Where", "ScatterNd"} <= selection
+    monkeypatch.setattr(_rows, "MIN_WORK", 512 * net.count_params() + 1)  # below the rule
+    graph = tf.function(model.train_step).get_concrete_function((x, y)).graph
+    assert _first_matmul_input(graph, model.snapshot.layers[0]).op.type == "Placeholder"
 
 
 @pytest.mark.slow
