@@ -9,6 +9,10 @@ packed by :func:`adpue_tf.data.pue_dataset`) in one process, with:
 * ``adpue``: ``adp.ADPUELoss`` (direct minimisation) on a plain model;
 * ``debiased``: ``adp.DebiasedModel`` + ``adp.RefreshDagger(every_n_epochs=1)``
   (alternate learning: ``f†`` from the frozen snapshot, one refresh per epoch);
+* ``debiased_direct``: ``adp.DebiasedModel`` without ``RefreshDagger`` (direct
+  mode: ``f† = σ(z)``, no snapshot pass): the wrapper's own cost (finite
+  checks, risk tracker, ``f†`` column), compared with ``adpue``; ``debiased``
+  against it is the cost of the snapshot's pass;
 * ``adpue_metrics``: ``adpue`` plus ``adp.metrics.risk_metrics`` (what a
   plain model needs to log R+/R-); its target is relative to ``adpue``;
 * ``adpue_keras4``: ``adpue`` plus four of the cheapest Keras metrics (each the
@@ -64,12 +68,13 @@ TARGETS = {"adpue": ("bce", {"ratio": 0.95}),
            "adpue_metrics": ("adpue", {"ratio": 0.97})}
 MEASURES = {"ratio": "ratio", "paired": "paired", "paired_cpu": "paired CPU"}
 #: Variants compared with another than bce, without a target.
-REFERENCES = {"adpue_keras4": "adpue"}
-VARIANTS = ("bce", "adpue", "debiased", "adpue_metrics", "adpue_keras4")
+REFERENCES = {"adpue_keras4": "adpue", "debiased_direct": "adpue"}
+VARIANTS = ("bce", "adpue", "debiased", "debiased_direct", "adpue_metrics", "adpue_keras4")
 DESCRIPTIONS = {
     "bce": "plain model, keras BinaryCrossentropy on W (y[:, :1] via Dataset.map)",
     "adpue": "plain model, ADPUELoss (direct minimisation)",
     "debiased": "DebiasedModel + RefreshDagger(every_n_epochs=1)",
+    "debiased_direct": "DebiasedModel in direct mode (no RefreshDagger, no snapshot pass)",
     "adpue_metrics": "plain model, ADPUELoss + adp.metrics.risk_metrics",
     "adpue_keras4": "plain model, ADPUELoss + four Keras MeanMetricWrapper (mean output)",
 }
@@ -111,13 +116,14 @@ class _Run:
                                        for i in range(4)]}[name]
             net.compile(optimizer, loss=loss, jit_compile=args.jit, metrics=logged,
                         steps_per_execution=args.steps_per_execution)
-        elif name == "debiased":
+        elif name in ("debiased", "debiased_direct"):
             self.ds = ds
             self.model = adp.DebiasedModel(net)
             self.model.compile(optimizer, loss=adp.ADPUELoss(from_logits=True),
                                jit_compile=args.jit,
                                steps_per_execution=args.steps_per_execution)
-            self.callbacks.append(adp.RefreshDagger(every_n_epochs=1))
+            if name == "debiased":
+                self.callbacks.append(adp.RefreshDagger(every_n_epochs=1))
         else:
             raise ValueError(f"unknown variant {name!r}; choose from {VARIANTS}")
         self.timer = EpochTimer()
@@ -210,6 +216,8 @@ def summarise(args: argparse.Namespace, times) -> dict[str, dict[str, float]]:
         ref = REFERENCES.get(name) or TARGETS.get(name, ("bce",))[0]
         if ref in times:
             out[name]["target_ratios"] = ratios(pairs, times[ref])
+        if name == "debiased" and "debiased_direct" in times:  # the snapshot's pass
+            out[name]["snapshot_ratios"] = ratios(pairs, times["debiased_direct"])
     return out
 
 
@@ -265,6 +273,11 @@ def report(args: argparse.Namespace, times) -> str:
             f"{s['min']:.0f}–{s['max']:.0f} | {s['ratio']:.3f} | {s['paired']:.3f} | "
             f"{s['cpu_ms']:.2f} | {s['cpu_ratio']:.3f} | {s['paired_cpu']:.3f} | {goal} | "
             f"{verdict} |")
+    if "snapshot_ratios" in stats.get("debiased", {}):
+        t = stats["debiased"]["snapshot_ratios"]
+        notes.append(f"- `debiased` against `debiased_direct` (the snapshot's pass): ratio "
+                     f"{t['ratio']:.3f}, paired {t['paired']:.3f}, CPU ratio "
+                     f"{t['cpu_ratio']:.3f}, paired CPU {t['paired_cpu']:.3f}.")
     lines += ["", *notes, ""] if notes else [""]
     return "\n".join(lines)
 
