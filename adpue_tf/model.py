@@ -10,7 +10,7 @@ it. The snapshot (or initial model) runs only on the rows whose risk term reads
 ``f†`` (for ADPUE the exposure rows with ``E = 0``), gathered from every
 feature and scattered back, when that pays (not under XLA, nor on a small batch
 of a small model); the other rows hold 0, which the risk multiplies by 0
-(``adpue_tf/_rows.py``): the loss and gradients are those of the full batch.
+(``adpue_tf/risks/_rows.py``): the loss and gradients are those of the full batch.
 
 The source of ``f†`` is a non-trainable variable (``dagger_mode``), saved with
 the weights (``.keras`` files and ``BackupAndRestore``). Leaving direct mode
