@@ -6,13 +6,15 @@ trial's PU rows with their ``W`` and its E rows with their ``E``, never a
 hidden ``Y`` or a test label, with the linear net
 ``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` (carrying the
 L2 penalty ``l2·‖w‖²`` of the other columns, ``l2`` = the bench's ``l2`` unless
-``recommended_l2`` says otherwise) and seed ``seed + t``. ``fit_pue`` chooses among its candidates on held-out PU and E
-rows and refits the choice on all of them; the column scores the refitted
-model's logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
+``recommended_l2`` says otherwise) and seed ``seed + t``. On the paper's
+data sets (a few hundred PU and E rows a trial) ``fit_pue`` cross-fits: it
+scores every candidate on every row by 5-fold cross-fitting and keeps the
+mean of the chosen candidate's fold models; the column scores that model's
+logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
 
-Cost: ``fit_pue`` trains every candidate twice (choice, refit), about
-30-90 s per trial on a 2-core machine for the paper's data sets; ``adpue-tf
-bench linear --no-recommended`` skips the column.
+Cost: about 100 s of CPU time per trial for the paper's data sets (five folds;
+the candidates without ``θ̂`` share one pass); ``adpue-tf bench linear
+--no-recommended`` skips the column.
 
 Example:
     >>> RecommendedConfig().learning_rate

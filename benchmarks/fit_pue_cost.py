@@ -1,0 +1,111 @@
+"""What ``adp.fit_pue`` costs against one BCE fit of the same net on the same data (ad-log simulator).
+
+Draws PU rows and exposure-log rows from :class:`adpue_tf.synthetic.ad_log.AdLogSimulator`
+(feature dicts: user, item and campaign ids, a context vector), builds an
+embedding MLP, and times, in one process: a BCE fit on ``W`` over the PU rows
+(``epochs`` epochs, the batches and ``steps_per_execution`` fit_pue uses), then
+``fit_pue`` with its defaults, then the BCE fit again. CPU time (all threads)
+and wall time; the ratio is fit_pue over the mean of the two BCE fits.
+
+Usage::
+
+    python benchmarks/fit_pue_cost.py --pu 200000 --e 100000 --epochs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+import numpy as np
+
+import adpue_tf as adp
+from adpue_tf.recommend.train import pu_batches, steps_per_epoch
+from adpue_tf.synthetic.ad_log import AdLogSimulator
+
+KEYS = ("user_id", "item_id", "campaign_id", "context")
+
+
+def build_net(sim: AdLogSimulator) -> keras.Model:
+    """Embeddings of the three ids and the context vector -> 64 -> 32 -> one logit."""
+    c = sim.config
+    sizes = {"user_id": c.n_users, "item_id": c.n_items, "campaign_id": c.n_campaigns}
+    inputs = {k: keras.Input((), dtype="int64", name=k) for k in sizes}
+    inputs["context"] = keras.Input((c.context_dim,), name="context")
+    parts = [keras.layers.Embedding(n, 8)(inputs[k]) for k, n in sizes.items()]
+    h = keras.layers.Concatenate()([*parts, inputs["context"]])
+    h = keras.layers.Dense(64, "relu")(keras.layers.Dense(64, "relu")(h))
+    return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(32, "relu")(h)))
+
+
+def timed(fn):
+    cpu, wall = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pu", type=int, default=200_000)
+    ap.add_argument("--e", type=int, default=100_000)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=512)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    sim = AdLogSimulator(seed=0)
+    pu, ex, test = sim.sample(a.pu, seed=1), sim.sample(a.e, seed=2), sim.sample(50_000, seed=3)
+    x_pu = {k: pu.features[k] for k in KEYS}
+    x_e = {k: ex.features[k] for k in KEYS}
+
+    def bce() -> keras.Model:
+        keras.utils.set_random_seed(0)
+        net = build_net(sim)
+        steps = steps_per_epoch(a.pu, a.batch_size, a.epochs, 500)
+        net.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=steps,
+                    loss=keras.losses.BinaryCrossentropy(from_logits=True))
+        net.fit(pu_batches(x_pu, pu.w.astype(np.float32), batch_size=a.batch_size, seed=0),
+                epochs=a.epochs, steps_per_epoch=steps, verbose=0)
+        return net
+
+    def pue():
+        return adp.fit_pue(lambda: build_net(sim), x_pu, pu.w, x_e, ex.e, epochs=a.epochs,
+                           batch_size=a.batch_size, verbose=0)
+
+    load = [os.getloadavg()[0]]
+    net, cpu1, wall1 = timed(bce)
+    load.append(os.getloadavg()[0])
+    fit, cpu_f, wall_f = timed(pue)
+    load.append(os.getloadavg()[0])
+    _, cpu2, wall2 = timed(bce)
+    load.append(os.getloadavg()[0])
+    x_t = {k: test.features[k] for k in KEYS}
+
+    def mae(model: keras.Model) -> float:
+        z = np.asarray(model.predict(x_t, batch_size=8192, verbose=0)).ravel()
+        return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - test.p_y)))
+
+    res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size,
+           "bce_cpu_s": [cpu1, cpu2], "bce_wall_s": [wall1, wall2],
+           "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
+           "cpu_ratio": cpu_f / np.mean([cpu1, cpu2]),
+           "wall_ratio": wall_f / np.mean([wall1, wall2]),
+           "fit_pue_seconds": fit.seconds, "choice": fit.choice, "folds": fit.folds,
+           "epochs_kept": fit.epochs, "mae_to_p": {"bce_w_fit": mae(net), "fit_pue": mae(fit.model)},
+           "load_1min": load, "cores": os.cpu_count(),
+           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip()}
+    text = json.dumps(res, indent=1)
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
