@@ -8,8 +8,8 @@ hidden ``Y`` or a test label, with the linear net
 L2 penalty ``l2·‖w‖²`` of the other columns, ``l2`` = the bench's ``l2`` unless
 ``recommended_l2`` says otherwise) and seed ``seed + t``. On the paper's
 data sets (a few hundred PU and E rows a trial) ``fit_pue`` cross-fits: it
-scores every candidate on every row by 5-fold cross-fitting and keeps the
-mean of the chosen candidate's fold models; the column scores that model's
+scores every candidate on every row by 5-fold cross-fitting and refits the
+choice on all rows for the median of its folds' epochs; the column scores that model's
 logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
 
 Cost: about 100 s of CPU time per trial for the paper's data sets (five folds;

@@ -10,8 +10,8 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate);
-refit the winner on every row with the epochs chosen (with folds: average
-the winner's fold models, see :data:`FOLDS_FINAL`).
+refit the winner on every row with the epochs chosen (with folds: the median
+over the folds; see :data:`FOLDS_FINAL`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ SMALL = 1000
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with
 #: one split, its model trained on the training part), ``"auto"``.
 FINALS = ("auto", "refit", "average")
-#: ``final="auto"`` with folds (one split: ``"refit"``); measured in
-#: ``docs/guide/choosing-models.md``.
-FOLDS_FINAL = "average"
+#: ``final="auto"`` with folds (one split: ``"refit"``): the refit for the median
+#: epochs of the folds was closer to the truth than the fold average, whose
+#: nets keep epochs chosen on one small fold each (docs/guide/choosing-models.md).
+FOLDS_FINAL = "refit"
 
 
 # -- argument checks --------------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_folds_are_chosen_when_the_held_out_part_would_be_small():
 
 def test_scores_pool_every_row_each_predicted_by_the_fold_that_held_it_out(small):
     fit = adp.fit_pue(linear, small.x_pu, small.w_pu, small.x_e, small.e_e, folds=3,
-                      seed=2, **TINY)
+                      seed=2, final="average", **TINY)
     assert fit.folds == 3 and fit.final == "average"
     assert fit.rows == {"pu": 120, "e": 100, "pu_held_out": 120, "e_held_out": 100}
     rng = np.random.default_rng(2)  # fit_pue's fold draw: PU rows first, then E rows
@@ -82,9 +82,8 @@ def test_same_seed_same_folds_choice_and_model(small):
 
 
 @pytest.mark.slow
-def test_refit_after_folds_trains_on_every_row_for_the_median_epochs(small):
-    fit = adp.fit_pue(linear, small.x_pu, small.w_pu, small.x_e, small.e_e, folds=2,
-                      final="refit", **TINY)
+def test_refit_after_folds_is_the_default_and_trains_on_every_row(small):
+    fit = adp.fit_pue(linear, small.x_pu, small.w_pu, small.x_e, small.e_e, folds=2, **TINY)
     assert fit.final == "refit"
     assert all(m is not fit.model for m in fit.fold_models[fit.choice])
     assert fit.model.output_shape == (None, 1)
