@@ -40,10 +40,11 @@ Per trial:
    refitted on all training rows: the same chain run on every row (computed
    alongside the folds), taken at the chosen ``(l2, T)``.
 
-All models of a chunk of trials (``trials × (folds + 1)`` linear models: the
-folds and the full refit) are fitted together by
-:func:`adpue_tf.experiments.linear_fit.fit_linear` (full-batch Adam); the rows a
-model must not train on get sample weight 0, which the risks' group means honour.
+All models of a chunk of trials (``trials × len(l2s) × (folds + 1)`` linear
+models: every ``l2``, the folds and the full refit) are fitted together by
+:func:`adpue_tf.experiments.linear_fit.fit_linear_models` (full-batch Adam), a
+trial's models sharing its features; the rows a model must not train on get
+sample weight 0, which the risks' group means honour.
 
 Example:
     >>> import numpy as np
@@ -67,7 +68,7 @@ import numpy as np
 
 from adpue_tf import risks
 from adpue_tf.experiments.helpers import sigmoid
-from adpue_tf.experiments.linear_fit import LinearFit, fit_linear
+from adpue_tf.experiments.linear_fit import LinearFit, fit_linear_models
 from adpue_tf.labels import Source, check_finite
 from adpue_tf.validation import exposure_nll
 
@@ -98,8 +99,8 @@ class RecipeConfig:
         theta_rows: the E rows ``θ̂`` is fitted on for a fold's scores:
             ``"training"`` (the training folds') or ``"all"`` (every E row of
             the trial: they carry no ``W``, so nothing held out leaks).
-        max_floats: fit at most this many ``models × rows × features`` floats
-            at once (trials are processed in equal chunks).
+        max_floats: fit at most this many floats at once, counting each trial's
+            features and ``8 × rows`` per model (trials are processed in equal chunks).
 
     Example:
         >>> RecipeConfig().criterion
@@ -225,32 +226,43 @@ def _folds(is_pu: np.ndarray, k: int) -> np.ndarray:
     return np.where(is_pu, rank_pu, rank_e) % k
 
 
-def _logit_fit(x: np.ndarray, labels: np.ndarray, weight: np.ndarray, cfg: RecipeConfig
-               ) -> LinearFit:
-    """Logistic regression of ``labels`` on the rows of positive ``weight``, per model."""
-    y = np.zeros(x.shape[:2] + (3,), np.float32)
-    y[..., 0] = labels
-    y[..., 2] = int(Source.PU)
-    return fit_linear(x, y, risks.logit, sample_weight=weight, steps=cfg.steps,
-                      learning_rate=cfg.learning_rate, l2=cfg.theta_l2)
-
-
 def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Scores of every candidate and the refitted chains for one chunk of trials."""
+    """Scores of every candidate and the refitted chains for one chunk of trials.
+
+    A trial's ``folds + 1`` data views (fold ``folds``: all rows) are row
+    weights on its one feature matrix, so its models share it
+    (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`): ``θ̂`` and
+    ``q̂`` of every view in one fit, and each round of every ``l2``'s chain in
+    one fit.
+    """
     trials, n, d = x.shape
     k = cfg.folds
-    m = trials * (k + 1)                      # model j = trial * (k + 1) + fold; fold k: all rows
-    xm = np.repeat(x, k + 1, axis=0)
-    ym = np.repeat(y, k + 1, axis=0)
-    fold_of_model = np.tile(np.arange(k + 1), trials)
+    v = k + 1                                 # model j = trial * (k + 1) + fold; fold k: all rows
+    m = trials * v
+    ym = np.repeat(y, v, axis=0)
+    fold_of_model = np.tile(np.arange(v), trials)
     w, e = ym[..., 0].astype(np.float64), ym[..., 1].astype(np.float64)
     is_pu = ym[..., 2] == int(Source.PU)
     row_fold = _folds(is_pu, k)
     held = (row_fold == fold_of_model[:, None]).astype(np.float64)   # none for the full models
     train = 1.0 - held
     theta_w = (train if cfg.theta_rows == "training" else np.ones_like(train)) * ~is_pu
-    theta = sigmoid(_logit_fit(xm, e, theta_w, cfg).logits(xm))
-    q = sigmoid(_logit_fit(xm, w, train * is_pu, cfg).logits(xm))
+    logit_y = np.zeros((m * 2, n, 3), np.float32)             # θ̂ of E, then q̂ of W, per view
+    logit_y[..., 0] = np.concatenate([e, w])
+    logit_y[..., 2] = int(Source.PU)
+
+    def per_trial(a: np.ndarray, views: int) -> np.ndarray:   # (views·m', ...) -> (trials, ...)
+        return a.reshape(views, trials, v, *a.shape[1:]).swapaxes(0, 1).reshape(
+            trials, views * v, *a.shape[1:])
+
+    def per_model(a: np.ndarray, views: int) -> np.ndarray:   # inverse of per_trial
+        return a.reshape(trials, views, v, *a.shape[2:]).swapaxes(0, 1).reshape(
+            views * m, *a.shape[2:])
+
+    tq = fit_linear_models(x, per_trial(logit_y, 2), risks.logit, steps=cfg.steps,
+                           learning_rate=cfg.learning_rate, l2=cfg.theta_l2,
+                           sample_weight=per_trial(np.concatenate([theta_w, train * is_pu]), 2))
+    theta, q = np.split(sigmoid(per_model(tq.logits(x), 2)), 2)
     ref = np.clip(q / np.maximum(theta, THETA_FLOOR), 0.0, 1.0)
     pi_w = np.clip(_masked_mean(w, train * is_pu), 1e-6, 1 - 1e-6)
     held_pu = held * is_pu
@@ -266,18 +278,24 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.nd
         scores["exposure_likelihood"][:, i, t] = _masked_mean(nll.reshape(m, n), held_pu)
         scores["reference_risk"][:, i, t] = reference_risk_value(w, e, is_pu, z, ref, held)
 
-    for i, l2 in enumerate(cfg.l2s):
+    for i in range(n_l2):
         score(z0, i, 0)
-        dagger, prev = np.broadcast_to(pi_w[:, None], (m, n)), None
-        for t in range(1, r_max + 1):
-            y4 = np.concatenate([ym[..., :3], dagger[..., None]], axis=-1).astype(np.float32)
-            prev = fit_linear(xm, y4, risks.adpue, sample_weight=train, steps=cfg.steps,
-                              learning_rate=cfg.learning_rate, init=prev, l2=float(l2),
-                              gamma=cfg.gamma)
-            z = prev.logits(xm).astype(np.float64)
-            score(z, i, t)
-            weights[:, i, t], bias[:, i, t] = prev.weights, prev.bias
-            dagger = sigmoid(z)
+    l2 = np.repeat(np.asarray(cfg.l2s, np.float64), v)          # per model of a trial, l2-major
+    chain_w = per_trial(np.tile(train, (n_l2, 1)), n_l2)
+    y3 = per_trial(np.tile(ym[..., :3], (n_l2, 1, 1)), n_l2)
+    dagger, prev = per_trial(np.broadcast_to(np.tile(pi_w, n_l2)[:, None], (n_l2 * m, n)),
+                             n_l2), None
+    for t in range(1, r_max + 1):
+        y4 = np.concatenate([y3, dagger[..., None]], axis=-1).astype(np.float32)
+        prev = fit_linear_models(x, y4, risks.adpue, sample_weight=chain_w, steps=cfg.steps,
+                                 learning_rate=cfg.learning_rate, init=prev, l2=l2,
+                                 gamma=cfg.gamma)
+        z = prev.logits(x).astype(np.float64)                   # (trials, n_l2 · v, n)
+        zm, wm, bm = (per_model(a, n_l2) for a in (z, prev.weights, prev.bias))
+        for i in range(n_l2):
+            score(zm[i * m:(i + 1) * m], i, t)
+            weights[:, i, t], bias[:, i, t] = wm[i * m:(i + 1) * m], bm[i * m:(i + 1) * m]
+        dagger = sigmoid(z)
     cv = fold_of_model < k
     full = fold_of_model == k
     mean_scores = {c: s[cv].reshape(trials, k, n_l2, r_max + 1).mean(1) for c, s in scores.items()}
@@ -314,7 +332,8 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
         if ((src == int(s)).sum(1) < cfg.folds).any():
             raise ValueError(f"every trial needs at least `folds`={cfg.folds} {name} rows.")
     trials, n, d = x.shape
-    per = max(1, min(trials, cfg.max_floats // max(1, (cfg.folds + 1) * n * d)))
+    per_trial = n * d + len(cfg.l2s) * (cfg.folds + 1) * n * 8  # features; each model's rows
+    per = max(1, min(trials, cfg.max_floats // per_trial))
     chunks = math.ceil(trials / per)
     per = math.ceil(trials / chunks)          # equal chunks: one trace per shape
     pad = chunks * per - trials

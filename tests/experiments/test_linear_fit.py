@@ -61,3 +61,33 @@ def test_bad_input(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         linear_fit.fit_linear(args.pop("x"), args.pop("y"), risks.logit, **args)
+
+
+def test_models_sharing_features_equal_separate_fits():
+    """Several models per trial (own labels, weights, L2 and risk) follow their separate fits."""
+    x, y = _stack(trials=2, n=60)
+    sw = np.ones(x.shape[:2], np.float32)
+    sw[:, ::3] = 0.0
+    specs = [(risks.logit, {}), (risks.nnpu, {"prior": 0.4}), (risks.nnpu, {"prior": 0.4})]
+    l2 = [0.0, 0.1, 0.01]
+    weights = np.stack([np.ones_like(sw), sw, np.ones_like(sw)], axis=1)
+    together = linear_fit.fit_linear_models(x, np.repeat(y[:, None], 3, axis=1), specs,
+                                            sample_weight=weights, l2=l2, steps=30)
+    assert together.weights.shape == (2, 3, x.shape[2]) and together.logits(x).shape == (2, 3, 120)
+    for k, (risk, opts) in enumerate(specs):
+        alone = linear_fit.fit_linear(x, y, risk, sample_weight=weights[:, k], l2=l2[k], steps=30,
+                                      **opts)
+        np.testing.assert_allclose(together.weights[:, k], alone.weights, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(together.bias[:, k], alone.bias, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(together.weights[:, 1], together.weights[:, 2])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"y": np.zeros((2, 3, 3))}, "models"),
+    ({"l2": [0.1, 0.2, 0.3]}, "one per model"),
+    ({"risk": [(risks.logit, {})]}, "one .risk, options. pair per model"),
+])
+def test_models_bad_input(kwargs, match):
+    args = {"x": np.zeros((2, 3, 1)), "y": np.zeros((2, 2, 3, 3)), "risk": risks.logit, "steps": 1}
+    with pytest.raises(ValueError, match=match):
+        linear_fit.fit_linear_models(**{**args, **kwargs})

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from adpue_tf import risks
-from adpue_tf.experiments import bench, linear_recipe, simulate, table1
-from adpue_tf.labels import Source
+from adpue_tf.experiments import bench, linear_fit, linear_recipe, simulate, table1
+from adpue_tf.labels import Source, pack_e, pack_pu
 from adpue_tf.validation import exposure_nll
 
 # tiny, so that the fits are quick: 2 L2 values, 2 rounds, few steps
@@ -97,8 +97,10 @@ def test_exposure_likelihood_score_matches_a_numpy_reference(pue_stack, recipe):
     # θ̂ of every (trial, fold) model, fitted as the recipe fits it (its stack layout: 3 folds + all)
     xm = np.repeat(x, 4, axis=0)
     weight = np.stack([(fold[t] != k) & ~is_pu[t] for t in range(3) for k in range(4)])
-    th = linear_recipe._logit_fit(xm, np.repeat(y[..., 1], 4, axis=0),
-                                  weight.astype(np.float32), cfg)
+    labels = np.zeros(xm.shape[:2] + (3,), np.float32)
+    labels[..., 0] = np.repeat(y[..., 1], 4, axis=0)   # E as the label, rows of source PU
+    th = linear_fit.fit_linear(xm, labels, risks.logit, sample_weight=weight.astype(np.float32),
+                               steps=cfg.steps, learning_rate=cfg.learning_rate, l2=cfg.theta_l2)
     theta = 1 / (1 + np.exp(-th.logits(xm).astype(np.float64)))
     for t in range(3):
         scores = []
@@ -280,3 +282,18 @@ def test_bench_linear_on_a_file_end_to_end(tmp_path):
         assert len(ind) == len(trans) == 2, method
     assert all(0.0 <= a <= 1.0 for a in res["ADPUE"][0] + res["IPS"][0])
     assert saved["recipe_choices"]["0.5"]["0.5"]["synth"]["ADPUE"]["l2"] == [0.1, 0.1]
+
+
+def test_recipe_equals_its_one_l2_at_a_time_chains():
+    """Every L2's chain fitted with the others (shared features) equals that L2 fitted alone."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 48, 3)).astype("float32")
+    y = np.stack([np.concatenate([pack_pu(rng.random(24) < 0.3), pack_e(rng.random(24) < 0.5)])
+                  for _ in range(2)])
+    cfg = linear_recipe.RecipeConfig(l2s=(0.01, 0.3), max_rounds=2, steps=15)
+    both = linear_recipe.fit_recipe(x, y, cfg)
+    for i, l2 in enumerate(cfg.l2s):
+        alone = linear_recipe.fit_recipe(x, y, dataclasses.replace(cfg, l2s=(l2,)))
+        np.testing.assert_allclose(both.weights[:, i], alone.weights[:, 0], rtol=1e-4, atol=1e-5)
+        for c in linear_recipe.CRITERIA:
+            np.testing.assert_allclose(both.scores[c][:, i], alone.scores[c][:, 0], rtol=1e-5)
