@@ -101,7 +101,7 @@ def _accuracy(key: str, r: dict, methods: list[str]) -> list[str]:
     cands = [[f"`{m}`", lr, "diverged" if "diverged" in c else f"{c['best_val']:.5f}",
               "" if "diverged" in c else str(c["best_chunk"]),
               "" if "diverged" in c else f"{c['mae']:.4f}",
-              "yes" if float(lr) == r["methods"][m]["lr"] else ""]
+              "yes" if float(lr) == r["methods"][m]["lr"] and "diverged" not in c else ""]
              for m in methods if m in r["methods"]
              for lr, c in r["methods"][m].get("lr_candidates", {}).items()]
     if len(cands) > len([m for m in methods if m in r["methods"] and m != "recommended"]):

@@ -100,9 +100,9 @@ def machine() -> str:
 
 
 # -- provenance: what made a results file --------------------------------------------------
-#: An absolute local path inside text (not part of a URL): ``/`` not after a word
-#: character, a colon, a dot or another ``/``.
-_LOCAL_PATH = re.compile(r"(?<![\w:/.~])(?:~)?/(?:[\w.+@-]+/)*([\w.+@-]+)")
+#: An absolute local path inside text (not part of a URL, not already hidden): ``/``
+#: not after a word character, a colon, a dot, another ``/`` or ``<local>``.
+_LOCAL_PATH = re.compile(r"(?<![\w:/.~>])(?:~)?/(?:[\w.+@-]+/)*([\w.+@-]+)")
 
 
 def local_paths_hidden(text: str) -> str:
@@ -116,6 +116,8 @@ def local_paths_hidden(text: str) -> str:
         '--log-dir <local>/rows_100 --out results/x.md'
         >>> local_paths_hidden("see https://example.org/a/b")
         'see https://example.org/a/b'
+        >>> local_paths_hidden(local_paths_hidden("/tmp/x"))  # hiding twice changes nothing
+        '<local>/x'
     """
     return _LOCAL_PATH.sub(lambda m: f"<local>/{m.group(1)}", text)
 
