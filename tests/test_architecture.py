@@ -191,3 +191,22 @@ def test_the_architecture_page_shows_every_entry_of_the_root():
     entries = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
                if (p.is_dir() and (p / "__init__.py").is_file()) or p.suffix == ".py"}
     assert shown == entries
+
+
+# -- module docstrings: a summary and a link ------------------------------------------
+
+MAX_MODULE_DOCSTRING = 25
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_docstrings_are_short(path):
+    """One, of at most 25 lines (quotes included): the prose belongs on the docs pages."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    first = body[0] if body else None
+    assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+        and isinstance(first.value.value, str), f"{path.relative_to(PACKAGE)}: no module docstring"
+    lines = first.end_lineno - first.lineno + 1
+    assert lines <= MAX_MODULE_DOCSTRING, (
+        f"{path.relative_to(PACKAGE)}: a module docstring of {lines} lines; keep a summary "
+        "and a link, and move the prose to its page under docs/")
