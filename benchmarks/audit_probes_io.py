@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from benchmarks.audit import Probe
 from benchmarks.audit_probes import XE, E, W, X, bad_ints
 

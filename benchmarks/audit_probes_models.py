@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from benchmarks.audit import Probe
 from benchmarks.audit_probes import bad_binary, bad_ints
 from benchmarks.audit_probes_io import _adp, _dense, _keras
