@@ -57,7 +57,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import metrics, synthetic
-from benchmarks.common import EpochTimer
+from benchmarks.common import EpochTimer, cpu_model
 
 #: Minimum throughput relative to a reference variant (the targets of
 #: benchmarks/README.md): variant -> (reference, {measure: minimum}), where a
@@ -136,17 +136,6 @@ class _Run:
         return self.timer.times[-1]
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def _machine() -> dict[str, str]:
     gpus = tf.config.list_physical_devices("GPU")
     gpu_names = []
@@ -158,7 +147,7 @@ def _machine() -> dict[str, str]:
     except AttributeError:
         usable = os.cpu_count()
     return {
-        "CPU": _cpu_model(),
+        "CPU": cpu_model(),
         "CPU cores (logical, usable)": f"{os.cpu_count()}, {usable}",
         "GPU": ", ".join(gpu_names) or "none",
         "TensorFlow threads (intra-op, inter-op)": (
