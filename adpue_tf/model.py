@@ -1,52 +1,13 @@
 """DebiasedModel: any one-output Keras model trained with a frozen ``f†`` snapshot.
 
 The paper's Algorithm 1 (alternate learning): ``f†`` is a frozen copy of the
-model, refreshed every few epochs or steps by
-:class:`adpue_tf.callbacks.RefreshDagger`; before the first refresh it is an
-initial guess (a constant in ``[0, 1]`` or a Keras model). The model fills
-column 3 (``dagger``) of the packed labels from the source of ``f†`` in force,
-without gradient, and the compiled :class:`~adpue_tf.losses.DebiasedLoss` reads
-it. The snapshot (or initial model) runs only on the rows whose risk term reads
-``f†`` (for ADPUE the exposure rows with ``E = 0``), gathered from every
-feature and scattered back, when that pays (not under XLA, nor on a small batch
-of a small model); the other rows hold 0, which the risk multiplies by 0
-(``adpue_tf/risks/_rows.py``): the loss and gradients are those of the full batch.
-
-The source of ``f†`` is a non-trainable variable (``dagger_mode``), saved with
-the weights (``.keras`` files and ``BackupAndRestore``). Leaving direct mode
-retraces the step once (direct steps skip the snapshot's forward pass);
-switching from the initial guess to the snapshot at a refresh neither retraces
-nor recompiles:
-
-* ``DIRECT`` (0): ``f† = σ(z)`` of the same forward pass, gradient stopped —
-  direct minimisation, as with a plain model. The start when the initial
-  guess is a constant.
-* ``INITIAL`` (1): the initial guess. The start when it is a model;
-  ``RefreshDagger`` switches ``DIRECT`` to ``INITIAL`` when training begins.
-* ``SNAPSHOT`` (2): the frozen snapshot, after the first refresh.
-
-Only :meth:`compute_loss` is overridden: Keras's own ``train_step`` and
-``test_step`` (``unpack_x_y_sample_weight``, ``optimizer.scale_loss``,
-``apply_gradients``, metrics) run unchanged, so loss scaling under mixed
-precision and distribution strategies behave as for any Keras model, and
-validation computes the same debiased risk on held-out PU/E data.
-
-Nothing silent: ``compile`` refuses a net or ``initial_dagger``
-that ends in a sigmoid when the loss has ``from_logits=True``; the loss
-refuses outputs outside ``[0, 1]`` when ``from_logits=False``, and batches of
-sources it does not read. Each step checks that the features (every floating
-input), the net's output and the loss are finite, and the gradient of the
-loss waits for these checks (``tf.custom_gradient``), so a NaN feature, a
-huge one (``3e38``: outputs beyond ``±1e4``) or an overflowing loss stops
-``fit`` with an error that says which, before the optimizer updates any
-weight (only its ``iterations`` counter may have advanced), unlike Keras's
-``TerminateOnNaN``, which reads the logged loss after the update (a plain model
-with one of our losses gets the loss and output checks, not the feature check).
-The checks are ``tf.debugging.Assert`` ops, which XLA compiles away: under
-``jit_compile=True`` only the trace-time checks remain, and Keras's
-default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
-CPU, nor under a distribution strategy): compile with ``jit_compile=False``
-to keep the runtime checks there.
+model, refreshed by :class:`adpue_tf.callbacks.RefreshDagger`; before the first
+refresh it is an initial guess (a constant in ``[0, 1]`` or a Keras model). The
+model fills column 3 (``dagger``) of the packed labels, running the snapshot only
+on the rows whose risk term reads ``f†`` (``adpue_tf/risks/_rows.py``), and the
+compiled :class:`~adpue_tf.losses.DebiasedLoss` reads it. The source of ``f†``,
+the checks of each step and what XLA keeps of them are described on
+:class:`DebiasedModel`; the guide is ``docs/guide/alternate-learning.md``.
 
 Example:
     >>> import keras, adpue_tf as adp
@@ -134,6 +95,48 @@ def _check_single_tensor(name: str, out: Any) -> None:
 @keras.saving.register_keras_serializable(package="adpue_tf")
 class DebiasedModel(MultiWorkerFit, keras.Model):
     """Wrap a one-output Keras model for alternate learning of ``p(y=1|x)``.
+
+    ``f†`` fills column 3 of the labels without gradient. The snapshot (or initial
+    model) runs only on the rows whose risk term reads it (for ADPUE the exposure
+    rows with ``E = 0``), gathered and scattered back when that pays (not under XLA,
+    nor on a small batch of a small model); the other rows hold 0, which the risk
+    multiplies by 0: the loss and gradients are those of the full batch.
+
+    The source of ``f†`` is a non-trainable variable (``dagger_mode``), saved with
+    the weights (``.keras`` files and ``BackupAndRestore``). Leaving direct mode
+    retraces the step once (direct steps skip the snapshot's forward pass);
+    switching from the initial guess to the snapshot at a refresh neither retraces
+    nor recompiles:
+
+    * ``DIRECT`` (0): ``f† = σ(z)`` of the same forward pass, gradient stopped —
+      direct minimisation, as with a plain model. The start when the initial
+      guess is a constant.
+    * ``INITIAL`` (1): the initial guess. The start when it is a model;
+      ``RefreshDagger`` switches ``DIRECT`` to ``INITIAL`` when training begins.
+    * ``SNAPSHOT`` (2): the frozen snapshot, after the first refresh.
+
+    Only :meth:`compute_loss` is overridden: Keras's own ``train_step`` and
+    ``test_step`` (``unpack_x_y_sample_weight``, ``optimizer.scale_loss``,
+    ``apply_gradients``, metrics) run unchanged, so loss scaling under mixed
+    precision and distribution strategies behave as for any Keras model, and
+    validation computes the same debiased risk on held-out PU/E data.
+
+    Nothing silent: ``compile`` refuses a net or ``initial_dagger``
+    that ends in a sigmoid when the loss has ``from_logits=True``; the loss
+    refuses outputs outside ``[0, 1]`` when ``from_logits=False``, and batches of
+    sources it does not read. Each step checks that the features (every floating
+    input), the net's output and the loss are finite, and the gradient of the
+    loss waits for these checks (``tf.custom_gradient``), so a NaN feature, a
+    huge one (``3e38``: outputs beyond ``±1e4``) or an overflowing loss stops
+    ``fit`` with an error that says which, before the optimizer updates any
+    weight (only its ``iterations`` counter may have advanced), unlike Keras's
+    ``TerminateOnNaN``, which reads the logged loss after the update (a plain model
+    with one of our losses gets the loss and output checks, not the feature check).
+    The checks are ``tf.debugging.Assert`` ops, which XLA compiles away: under
+    ``jit_compile=True`` only the trace-time checks remain, and Keras's
+    default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
+    CPU, nor under a distribution strategy): compile with ``jit_compile=False``
+    to keep the runtime checks there.
 
     Args:
         net: the model to train; one output unit, a logit or a probability

@@ -17,18 +17,8 @@ back into a batch-long column that holds 0 on the rows nobody reads (0 lies in
 batch gave). A risk not listed in :data:`DAGGER_SOURCES` (a user's own
 ``risk_fn``), or a loss that overrides ``terms``, keeps the full batch.
 
-When to gather was chosen by measurement (``benchmarks/throughput_rows.py``,
-``benchmarks/results/throughput_rows.md``): the gather, the scatter and the
-extra ops cost a few tens of µs per step whatever the batch, and save about
-three quarters of the snapshot's forward pass, which grows with the rows times
-the model's size. On one CPU thread a 32-64-64-1 MLP (6.4k weights) gained
-12 % of that pass at 512 rows and lost 3-11 % at 16-128 rows; a 32-256-256-1
-MLP (75k weights) gained from 32 rows on (2× at 512 rows). So the model gathers
-when ``rows × weights ≥`` :data:`MIN_WORK` (2 million) or when the batch size is
-not known when tracing, and keeps the full batch otherwise. Under XLA
-(``jit_compile=True``) the selected rows have a dynamic size, which XLA pads to
-the batch size: the snapshot's pass costs the same and the gather comes on top
-(0.82-1.05× on a CPU), so a model compiled with XLA keeps the full batch.
+When to gather was chosen by measurement: see :func:`worth_gathering` and
+``benchmarks/results/throughput_rows.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ from adpue_tf.losses import DebiasedLoss
 __all__ = ["DAGGER_SOURCES", "MIN_WORK", "dagger_sources", "dagger_rows", "gather_rows",
            "scatter_rows", "can_gather", "select", "worth_gathering"]
 
-#: Rows × weights of the snapshot from which gathering the selected rows pays (see above).
+#: Rows × weights of the snapshot from which gathering the selected rows pays (see worth_gathering).
 MIN_WORK = 2_000_000
 
 #: The risk functions that read ``f†``, and the source whose ``E = 0`` rows read it.
@@ -113,7 +103,22 @@ def gather_rows(x: Any, rows: Any) -> Any:
 
 
 def worth_gathering(rows: int | None, model: Any, jit: bool) -> bool:
-    """The rule of the module docstring: gather unless XLA, or a small batch of a small model."""
+    """Whether to gather: not under XLA, nor for a small batch of a small model.
+
+    Chosen by measurement (``benchmarks/throughput_rows.py``,
+    ``benchmarks/results/throughput_rows.md``): the gather, the scatter and the
+    extra ops cost a few tens of µs per step whatever the batch, and save part of
+    the snapshot's forward pass (three quarters of its rows), which grows with the
+    rows times the model's size. On one CPU thread a 32-64-64-1 MLP (6.4k weights)
+    gained 3-12 % of that pass at 512 rows and 0.87-1.04× at 16-128 rows; a
+    32-256-256-1 MLP (75k weights) gained from 64 rows on (1.5-2× at 512 rows). So
+    the model gathers when ``rows × weights ≥`` :data:`MIN_WORK` (2 million) or
+    when the batch size is not known when tracing, and keeps the full batch
+    otherwise. Under XLA (``jit_compile=True``) the selected rows have a dynamic
+    size, which XLA pads to the batch size: the snapshot's pass costs the same and
+    the gather comes on top (0.82-1.05× on a CPU), so a model compiled with XLA
+    keeps the full batch.
+    """
     if jit:
         return False
     if rows is None:
