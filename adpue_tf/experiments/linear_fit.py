@@ -7,17 +7,8 @@ data into ``(trials, rows, features)`` tensors, evaluates the risk of every
 trial with ``tf.vectorized_map`` and minimises the **sum** of the trials'
 risks with full-batch Adam.
 
-Why the optimum is the same as fitting each trial alone: the summed
-objective separates, so the gradient for trial ``t``'s parameters is that
-trial's own gradient; Adam's update is per coordinate (its moments and step
-for a coordinate depend only on that coordinate's gradients), so each trial
-follows exactly the trajectory it would follow alone with full-batch Adam.
-``tests/experiments/test_linear_fit.py`` checks this against one-trial runs.
-
-Full batch (every row of the trial in every step) rather than minibatches:
-for linear models on a few thousand rows this is fast, deterministic and
-converges to the risk's minimiser without minibatch noise; every trial starts
-from zero weights.
+Each trial follows exactly the full-batch Adam trajectory it would follow alone
+(why: ``docs/api/experiments.md``, *Many linear models at once*).
 
 Example:
     >>> import numpy as np

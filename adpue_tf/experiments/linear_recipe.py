@@ -1,50 +1,12 @@
 """The recommended ADPUE recipe for linear models, every trial at once (Table 1's ``ADPUE``).
 
-Table 1 measured that direct minimisation of nnPUE (``f† = stop_gradient(σ(z))``)
-settles on a finite-sample fixed point that predicts far too many positives,
-that alternate learning helps only in its first rounds, and that the L2
-strength matters. So the number of rounds ``T`` and the L2 strength are
-regularisers, and this recipe chooses them inside each trial, on held-out
-**training** rows, with an observable proper score (SPEC.md, *Observable
-validation scores*). It never sees a hidden ``Y`` or a test label:
-:func:`fit_recipe` is given only the packed PU/E labels ``(W, E, source)``.
-
-Per trial:
-
-1. *Folds.* The PU rows and the E rows are each dealt into ``folds`` folds by
-   their position (row ``i`` of a source goes to fold ``i mod folds``; the
-   benchmark's rows are in random order).
-2. *Candidates.* On each fold's training part (the other folds), for each
-   ``l2`` of the grid, one chain of alternate-learning rounds: ``f†₀`` is the
-   PU positive rate ``mean(W)`` (a constant, a lower bound on ``p(y=1)``); round
-   ``t`` fits nnPUE (:func:`adpue_tf.risks.adpue`, ``γ`` step) with ``f†`` fixed
-   to round ``t-1``'s ``σ(z)``, passed in label column 3, warm-started from
-   round ``t-1``'s weights. The candidate ``(l2, T)`` is round ``T``'s model;
-   ``T = 0`` is the initial guess itself (the constant ``mean(W)``). One chain
-   gives every ``T``.
-3. *Score* on the held-out fold (``criterion``), lower is better:
-
-   * ``"exposure_likelihood"``: mean NLL of ``W`` on the held-out PU rows
-     under ``P(W=1|x) = σ(z)·θ̂(x)``
-     (:func:`adpue_tf.validation.exposure_nll`), ``θ̂`` a logistic regression
-     of ``E`` on the training folds' E rows (L2 ``theta_l2``). Proper for
-     ``p(y=1|x)`` when ``θ̂ = θ``.
-   * ``"reference_risk"``: the nnPUE risk value on the held-out PU and E rows
-     with ``f†`` fixed to the Ratio estimate ``clip(q̂/θ̂, 0, 1)`` fitted on the
-     training folds (the same reference for every candidate). Its minimiser
-     is ``q + f_ref·θ0``.
-
-   Both are computed for every candidate; ``criterion`` says which one picks.
-4. *Choice and refit.* The candidate with the lowest mean score over the
-   folds (ties: the first in grid order, i.e. smaller ``l2``, fewer rounds) is
-   refitted on all training rows: the same chain run on every row (computed
-   alongside the folds), taken at the chosen ``(l2, T)``.
-
-All models of a chunk of trials (``trials × len(l2s) × (folds + 1)`` linear
-models: every ``l2``, the folds and the full refit) are fitted together by
-:func:`adpue_tf.experiments.linear_fit.fit_linear_models` (full-batch Adam), a
-trial's models sharing its features; the rows a model must not train on get
-sample weight 0, which the risks' group means honour.
+Per trial it chooses the L2 strength and the number of alternate-learning rounds
+``T`` by cross-validation on the trial's **training** PU/E rows with an observable
+proper score, never reading a hidden ``Y`` or a test label, and refits the choice
+on every training row. All models of a chunk of trials (every ``l2``, the folds
+and the refit) are fitted together by
+:func:`adpue_tf.experiments.linear_fit.fit_linear_models`. The steps, the scores
+and why: ``docs/api/experiments.md`` (*The linear recipe*).
 
 Example:
     >>> import numpy as np
