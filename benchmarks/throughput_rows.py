@@ -44,8 +44,8 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf import synthetic
-from benchmarks.common import cpu_model as _cpu_model
 from benchmarks import throughput
+from benchmarks.common import cpu_model as _cpu_model
 from benchmarks.throughput import _mlp, set_threads  # the same MLP and thread setting
 
 #: The variants whose whole training step ``--train-step`` times (bce first: the reference).
