@@ -219,7 +219,7 @@ def _one_log(args: argparse.Namespace, log: Path, rows: int, policy: str) -> dic
                              if "theta_mae" in x), None)
     _, truth = eval_data(meta, 8192)
     res["truth"] = scores(truth["p_y"], truth)
-    res["data_sha256"] = {f"{log.name}/{Path(f).name}": sha256_file(f)
+    res["data_sha256"] = {f"{log.name}/{Path(f).relative_to(log)}": sha256_file(f)
                           for part in ("pu", "exposure", "eval") for f in meta["files"][part]}
     return res
 
