@@ -13,6 +13,7 @@ the same words), as the output checks of :mod:`adpue_tf._internal.guards`.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -84,8 +85,16 @@ def check_label_dtype(y: Any, name: str = "y_true") -> None:
             "to numbers first.")
 
 
+#: The labels :func:`check_sources` last validated (weak references), so that
+#: :func:`unpack` does not check the same tensor again in the same step.
+_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def _validated(y_true: Any) -> Any:
     """``y_true`` as float32, its shape and values checked (graph: after the asserts)."""
+    seen = _CHECKED.get(id(y_true))
+    if seen is not None and seen is y_true:
+        return y_true
     y = ops.convert_to_tensor(y_true)
     check_label_dtype(y)
     shape = tuple(y.shape)
@@ -145,8 +154,8 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
     """Refuse a batch with rows of a source ``loss`` does not read, or missing a needed one.
 
     The decision uses the global counts of a distribution strategy (a
-    replica's slice may lack a source). Returns ``y`` (in graph mode, after
-    the check).
+    replica's slice may lack a source). Returns ``y`` validated, as float32
+    (in graph mode, after the checks), which :func:`unpack` does not check again.
 
     Args:
         y: packed labels.
@@ -170,12 +179,21 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
         found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
         if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0 for g in needs):
             raise ValueError(f"{about}; the batch holds rows of {found or 'no source'}. {hint}")
-        return y
+        return _remember(t)
     ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
     for g in needs:
         ok = ops.logical_and(ok, ops.sum(ops.take(counts, [int(s) for s in g])) > 0.0)
-    return _with_checks(y, [_assert(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):",
-                                    counts)])
+    return _remember(_with_checks(
+        t, [_assert(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):", counts)]))
+
+
+def _remember(t: Any) -> Any:
+    """Mark ``t`` (validated float32 labels) so that :func:`unpack` takes it as it is."""
+    try:
+        _CHECKED[id(t)] = t
+    except TypeError:  # an object that takes no weak reference is simply checked again
+        pass
+    return t
 
 
 class Batch(NamedTuple):
