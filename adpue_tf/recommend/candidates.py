@@ -1,12 +1,8 @@
 """The candidate estimators of :func:`adpue_tf.fit_pue`, trained on one split of the rows.
 
-A :class:`Stage` trains the candidates it is asked for on its PU and E rows,
-each net built fresh by ``build_net`` with its own seed. With held-out rows
-(the selection stage) every net keeps its best epoch by its own criterion and
-every candidate gets the held-out exposure Brier score; without (the refit on
-all rows) each trains for the epochs the selection stage chose.
-
-The candidates (the maths: ``docs/guide/choosing-models.md``):
+A :class:`Stage` trains the asked-for candidates on its rows, each net fresh from
+``build_net`` with its own seed, and keeps each net's best held-out epoch. The
+candidates (the maths: ``docs/guide/choosing-models.md``):
 
 ====================  ====================================================  ==============
 name                  what it trains                                        epochs kept by
@@ -24,8 +20,7 @@ name                  what it trains                                        epoc
 ``average``           the mean probability of the two best of the above     (its parts)
 ====================  ====================================================  ==============
 
-``θ̂`` is ``build_net()`` trained with cross-entropy on ``E`` (epochs kept by
-the E log-loss), shared by every candidate that needs it.
+``θ̂``: ``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``fit_pue``: every estimator as a candidate, chosen on held-out rows, refitted on all rows.
 
 The rule (``docs/guide/choosing-models.md``): hold out ``validation_split`` of
-the PU rows and of the E rows — on small data (fewer than :data:`SMALL`
-held-out rows) every row in turn, by ``K``-fold cross-fitting; train every
+the PU rows and of the E rows (or, with ``folds=K``, every row in turn, by
+``K``-fold cross-fitting); train every
 candidate of :mod:`adpue_tf.recommend.candidates` on the rest; score each on
 the held-out rows by the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``, whose
 expectation is ``E_x[θ·(f - p)²]`` plus a constant — proper for ``p(y=1|x)``
@@ -31,11 +31,8 @@ from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
 
-__all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "SMALL", "choose_folds", "fit_pue"]
+__all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "fit_pue"]
 
-#: ``folds=None`` cross-fits when the smaller held-out part (``validation_split``
-#: of the PU rows or of the E rows) would have fewer rows than this.
-SMALL = 1000
 #: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with
 #: one split, its model trained on the training part), ``"auto"``.
@@ -141,7 +138,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True,
-            tolerance: float = 2.0, folds: int | None = None, final: str = "auto") -> PUEFit:
+            tolerance: float = 2.0, folds: int = 1, final: str = "auto") -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, keep the choice.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
@@ -180,9 +177,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             indistinguishable by it; among them the held-out likelihood of
             ``W`` under ``σ(z)·θ̂`` chooses. 0: the Brier score alone.
         folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,
-            each fold with its own ``θ̂``); 1: one split; None: ``K`` folds
-            when the smaller held-out part would have fewer than :data:`SMALL`
-            rows (:func:`choose_folds`).
+            each fold with its own ``θ̂``); 1 (the default): one split. On
+            small synthetic data five folds did not choose better than one
+            split (``docs/guide/choosing-models.md``), and cost about 3x.
         final: what ``.model`` is, one of :data:`FINALS`: ``"refit"`` on all
             rows, ``"average"`` of the fold models (one split: the model of
             the training part), ``"auto"``: ``"refit"`` with one split,
@@ -219,7 +216,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
     if not refit and final == "refit":
         raise ValueError("`refit=False` contradicts `final='refit'`; give one of them.")
-    k = None if folds is None else _check_int("folds", folds, 1)
+    k = _check_int("folds", folds, 1)
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real) \
             or not 0.0 < float(learning_rate) < np.inf:
         raise ValueError(f"`learning_rate` must be a positive number, got {learning_rate!r}.")
@@ -232,8 +229,6 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     _check_same_features(pu, ex)
     _check_labels(pu, ex, 1)
     split = float(validation_split)
-    if k is None:
-        k = choose_folds(len(pu), len(ex), split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
                          f"{len(pu)} and {len(ex)}.")
@@ -299,21 +294,6 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final,
         fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
-
-
-def choose_folds(n_pu: int, n_e: int, validation_split: float) -> int:
-    """``folds=None``: 1 (one split) when both held-out parts have ``SMALL`` rows or more.
-
-    Otherwise ``round(1 / validation_split)`` folds (5 at 0.2), so that each
-    fold holds out ``validation_split`` of the rows and every row is held out once.
-
-    Example:
-        >>> choose_folds(50_000, 20_000, 0.2), choose_folds(500, 500, 0.2)
-        (1, 5)
-    """
-    if validation_split * min(n_pu, n_e) >= SMALL:
-        return 1
-    return max(2, round(1.0 / validation_split))
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
