@@ -6,15 +6,13 @@ trial's PU rows with their ``W`` and its E rows with their ``E``, never a
 hidden ``Y`` or a test label, with the linear net
 ``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` (carrying the
 L2 penalty ``l2·‖w‖²`` of the other columns, ``l2`` = the bench's ``l2`` unless
-``recommended_l2`` says otherwise) and seed ``seed + t``. On the paper's
-data sets (a few hundred PU and E rows a trial) ``fit_pue`` cross-fits: it
-scores every candidate on every row by 5-fold cross-fitting and refits the
-choice on all rows for the median of its folds' epochs; the column scores that model's
-logit (``> 0`` predicts ``Y = 1``, i.e. ``σ(logit) > 0.5``).
+``recommended_l2`` says otherwise) and seed ``seed + t``: one held-out split
+by default, ``K``-fold cross-fitting with ``folds`` (``--recommended-folds``).
+The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
-Cost: about 100 s of CPU time per trial for the paper's data sets (five folds;
-the candidates without ``θ̂`` share one pass); ``adpue-tf bench linear
---no-recommended`` skips the column.
+Cost: about 30 s of CPU time per trial for the paper's data sets with one split,
+about 3x that with five folds; ``adpue-tf bench linear --no-recommended`` skips
+the column.
 
 Example:
     >>> RecommendedConfig().learning_rate
@@ -53,6 +51,7 @@ class RecommendedConfig:
         validation_split: share of the PU and E rows held out to choose.
         candidates: names of ``adp.recommend.CANDIDATES`` (None: fit_pue's default).
         l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none).
+        folds: fit_pue's ``folds`` (1: one held-out split; K: K-fold cross-fitting).
     """
 
     epochs: int = 20
@@ -63,6 +62,7 @@ class RecommendedConfig:
     validation_split: float = 0.2
     candidates: tuple[str, ...] | None = None
     l2: float = 0.0
+    folds: int = 1
 
 
 def from_bench(cfg: Any) -> RecommendedConfig:
@@ -77,7 +77,7 @@ def from_bench(cfg: Any) -> RecommendedConfig:
     return RecommendedConfig(
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
         min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand),
-        l2=float(cfg.l2 if l2 is None else l2))
+        l2=float(cfg.l2 if l2 is None else l2), folds=cfg.recommended_folds)
 
 
 def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
@@ -130,7 +130,7 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
                           epochs=cfg.epochs, batch_size=cfg.batch_size,
                           validation_split=cfg.validation_split, seed=seed + t, verbose=0,
                           candidates=cfg.candidates, learning_rate=cfg.learning_rate,
-                          min_steps=cfg.min_steps, rounds=cfg.rounds)
+                          min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds)
         models.append(fit.model)
         chosen["choice"].append(fit.choice)
         chosen["score"].append(float(fit.scores[fit.choice]))

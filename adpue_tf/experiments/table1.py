@@ -77,7 +77,8 @@ class LinearBenchConfig:
         exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
         recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
-        recommended_epochs, recommended_learning_rate, recommended_min_steps: its settings
+        recommended_epochs, recommended_learning_rate, recommended_min_steps,
+            recommended_folds: its settings
             (``recommended.from_bench``); likewise ``recommended_candidates`` and
             ``recommended_l2`` (None: ``l2``).
     """
@@ -111,6 +112,7 @@ class LinearBenchConfig:
     recommended_epochs: int = 20
     recommended_learning_rate: float = 0.01
     recommended_min_steps: int = 500
+    recommended_folds: int = 1
     recommended_candidates: tuple[str, ...] | None = None
     recommended_l2: float | None = None
 
