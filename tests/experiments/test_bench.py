@@ -225,3 +225,16 @@ def test_interrupted_neural_run_keeps_finished_settings(tmp_path, monkeypatch):
     assert "**Partial: 1 of 2 settings finished**" in text
     assert "| 0.3 | 0.700 ± 0.000" in text and "| 0.5 |" not in text
     assert sorted(p.name for p in out.iterdir()) == ["neural.json", "neural.md"]
+
+
+def test_results_files_get_the_usual_permissions(tmp_path):
+    """A results file is as readable as one ``open`` creates (not mkstemp's 0o600)."""
+    from adpue_tf.experiments.bench.common import _write
+    old = os.umask(0o022)
+    try:
+        _write(tmp_path / "linear.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "linear.md").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "linear.md").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["linear.md"]

@@ -66,11 +66,18 @@ def prepare_out(out_dir: str | Path) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` whole (a reader never sees half a file)."""
+    """Replace ``path`` with ``text`` whole (a reader never sees half a file).
+
+    The file gets the permissions ``open`` would give it (``0o666`` less the
+    umask), not ``mkstemp``'s owner-only ``0o600``.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
