@@ -25,6 +25,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, Settings, Stage
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
@@ -44,14 +45,6 @@ FOLDS_FINAL = "refit"
 
 
 # -- argument checks --------------------------------------------------------------------
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {value!r}.")
-    if value < low:
-        raise ValueError(f"`{name}` must be >= {low}, got {value}.")
-    return int(value)
-
-
 def _check_net(build_net: Callable[[], keras.Model]) -> None:
     """One call of ``build_net``: a Keras model with defined inputs, one logit out."""
     if not callable(build_net) or isinstance(build_net, keras.Model):
@@ -202,7 +195,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     """
     _check_net(build_net)
     names = _candidates(candidates)
-    cfg_epochs = _check_int("epochs", epochs, 1)
+    cfg_epochs = check_int("epochs", epochs, 1)
     if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
             or not 0.0 < float(validation_split) <= 0.5:
         raise ValueError(f"`validation_split` must be a number in (0, 0.5], got "
@@ -210,20 +203,19 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) \
             or not 0.0 <= float(tolerance) < np.inf:
         raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
-    if not isinstance(refit, bool):
-        raise TypeError(f"`refit` must be a bool, got {refit!r}.")
+    check_bool("refit", refit)
     if final not in FINALS:
         raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
     if not refit and final == "refit":
         raise ValueError("`refit=False` contradicts `final='refit'`; give one of them.")
-    k = _check_int("folds", folds, 1)
+    k = check_int("folds", folds, 1)
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real) \
             or not 0.0 < float(learning_rate) < np.inf:
         raise ValueError(f"`learning_rate` must be a positive number, got {learning_rate!r}.")
     lr = float(learning_rate)
-    settings = Settings(epochs=cfg_epochs, batch_size=_check_int("batch_size", batch_size, 2),
-                        min_steps=_check_int("min_steps", min_steps, 1),
-                        rounds=_check_int("rounds", rounds, 1), seed=_check_int("seed", seed, 0),
+    settings = Settings(epochs=cfg_epochs, batch_size=check_int("batch_size", batch_size, 2),
+                        min_steps=check_int("min_steps", min_steps, 1),
+                        rounds=check_int("rounds", rounds, 1), seed=check_int("seed", seed, 0),
                         optimizer=lambda: keras.optimizers.Adam(lr))
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     _check_same_features(pu, ex)
