@@ -9,7 +9,7 @@ and wall time; the ratio is fit_pue over the mean of the two BCE fits.
 
 Usage::
 
-    python benchmarks/fit_pue_cost.py --pu 200000 --e 100000 --epochs 5
+    python -m benchmarks.fit_pue_cost --pu 200000 --e 100000 --epochs 5
 """
 
 from __future__ import annotations
