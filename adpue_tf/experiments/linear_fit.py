@@ -180,7 +180,7 @@ def fit_linear_models(
     steps: int = 200,
     learning_rate: float = 0.05,
     init: LinearFit | None = None,
-    l2: float | Sequence[float] = 0.0,
+    l2: float | Sequence[float] | np.ndarray = 0.0,
     **risk_options: Any,
 ) -> LinearFit:
     """:func:`fit_linear` for several models per trial that share the trial's features.

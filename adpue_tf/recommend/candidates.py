@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -145,7 +146,7 @@ class Stage:
         """Take ``net``, trained elsewhere (:mod:`adpue_tf.recommend.joint`), as ``name``."""
         self.best_epoch[name] = epochs
         self.models[name] = net
-        self.heads[name] = ((name,), lambda z, name=name: z[name])
+        self.heads[name] = ((name,), operator.itemgetter(name))
         if self.held_out is not None and name != "theta":
             self.scores[name] = self._brier(name)
 

@@ -48,8 +48,11 @@ class Pooled:
 
     def __init__(self, stages: Sequence[Stage]) -> None:
         self.stages = stages
-        self.w = np.concatenate([st.held_out[0].y for st in stages])
-        self.e = np.concatenate([st.held_out[1].y for st in stages])
+        held = [st.held_out for st in stages]
+        if any(h is None for h in held):
+            raise ValueError("Pooled scores need stages with held-out rows.")
+        self.w = np.concatenate([h[0].y for h in held if h is not None])
+        self.e = np.concatenate([h[1].y for h in held if h is not None])
         self._z: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def logits(self, name: str) -> tuple[np.ndarray, np.ndarray]:

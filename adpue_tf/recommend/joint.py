@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -54,9 +54,11 @@ def _risk(name: str, y: Any, z: Any) -> Any:
         kept = tf.cast(tf.equal(y[:, 2], _E), tf.float32)
         per_row = tf.nn.softplus(z[:, 0]) - y[:, 1] * z[:, 0]
         return tf.reduce_sum(per_row * kept) / tf.maximum(tf.reduce_sum(kept), 1.0)
-    fn = {"bce_w": risks.logit, "brier": risks.exposure_brier,
-          "exposed_pu": functools.partial(risks.exposed_pu, gamma=1.0),
-          "likelihood": risks.exposure_likelihood}[name]
+    fns: dict[str, Callable[..., Any]] = {
+        "bce_w": risks.logit, "brier": risks.exposure_brier,
+        "exposed_pu": functools.partial(risks.exposed_pu, gamma=1.0),
+        "likelihood": risks.exposure_likelihood}
+    fn = fns[name]
     return fn(y, z, from_logits=True).loss
 
 
@@ -153,10 +155,11 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         key = f"{name}_{s}"
         nets[key] = stages[s].net(name)
         keys.append(key)
-        if stages[s].fixed is None:
+        fixed = stages[s].fixed
+        if fixed is None:
             callbacks.append(HeldOutScore(nets[key], stages[s].monitor(name, nets[key])))
         else:
-            callbacks.append(_KeepEpoch(nets[key], stages[s].fixed[name]))
+            callbacks.append(_KeepEpoch(nets[key], fixed[name]))
     inputs = inputs_like(next(iter(nets.values())))
     outs = [net(inputs) for net in nets.values()]
     model = keras.Model(inputs, outs[0] if len(outs) == 1 else
@@ -165,7 +168,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
     model.compile(optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
     epochs = cfg.epochs if first.fixed is None else max(
-        [st.fixed[n] for s, n in jobs for st in (stages[s],)] + [1])
+        [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
                     seed=first.seed_of(names[0]), steps=steps)
     try:
