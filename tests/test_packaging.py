@@ -188,7 +188,6 @@ def test_ruff_is_clean():
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
 
 
-@pytest.mark.slow
 def test_mypy_is_clean():
     _require("mypy")
     out = _run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull],
@@ -218,7 +217,6 @@ def test_every_public_module_has_an_api_page():
     assert {p for p in pages if f"api/{p}" not in nav} == set()
 
 
-@pytest.mark.slow
 def test_docs_build_strict(tmp_path):
     """The API reference renders from the docstrings with no warning at all."""
     _require("mkdocs")

@@ -11,7 +11,7 @@ fold holds out), the nets share no weights, so the summed loss gives each net
 exactly its own gradient, and Adam's per-weight updates keep them independent.
 A net whose outputs explode stops the pass (the risks' guard); the stages
 then train those nets one by one, as without this module.
-Each net still keeps its own best epoch (:class:`~adpue_tf.recommend.train.HeldOutScore`).
+Each net still keeps its own best epoch (``HeldOutScore`` of ``adpue_tf.recommend.train``).
 
 Example:
     >>> TOGETHER[0], LATER
