@@ -44,7 +44,13 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
-from adpue_tf.recommend.train import HeldOutScore, logits, pu_batches, steps_per_epoch
+from adpue_tf.recommend.train import (
+    HeldOutScore,
+    StopWhenStale,
+    logits,
+    pu_batches,
+    steps_per_epoch,
+)
 from adpue_tf.validation import exposure_brier_score
 
 __all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Failed", "Settings", "Stage"]
@@ -72,6 +78,7 @@ class Settings:
     rounds: int
     seed: int
     optimizer: Callable[[], Any]
+    patience: int | None = None
 
 
 class Failed(Exception):
@@ -201,7 +208,7 @@ class Stage:
         watch = None
         if self.held_out is not None:
             watch = HeldOutScore(net, monitor or self._brier_of())
-            callbacks = (*callbacks, watch)
+            callbacks = (*callbacks, watch, StopWhenStale([watch], cfg.patience))
         if epochs > 0:
             try:
                 model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0,

@@ -131,7 +131,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True,
-            tolerance: float = 2.0, folds: int = 1, final: str = "auto") -> PUEFit:
+            tolerance: float = 2.0, folds: int = 1, final: str = "auto",
+            patience: int | None = 2) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, keep the choice.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
@@ -177,6 +178,10 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             rows, ``"average"`` of the fold models (one split: the model of
             the training part), ``"auto"``: ``"refit"`` with one split,
             :data:`FOLDS_FINAL` with folds.
+        patience: a training pass ends once none of its nets has improved its
+            held-out score for this many epochs (each keeps its best epoch);
+            None: every net trains for ``epochs``. The refit on all rows
+            trains each net for its kept epochs.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
@@ -213,10 +218,11 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             or not 0.0 < float(learning_rate) < np.inf:
         raise ValueError(f"`learning_rate` must be a positive number, got {learning_rate!r}.")
     lr = float(learning_rate)
+    stale = None if patience is None else check_int("patience", patience, 1)
     settings = Settings(epochs=cfg_epochs, batch_size=check_int("batch_size", batch_size, 2),
                         min_steps=check_int("min_steps", min_steps, 1),
                         rounds=check_int("rounds", rounds, 1), seed=check_int("seed", seed, 0),
-                        optimizer=lambda: keras.optimizers.Adam(lr))
+                        optimizer=lambda: keras.optimizers.Adam(lr), patience=stale)
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     _check_same_features(pu, ex)
     _check_labels(pu, ex, 1)

@@ -11,7 +11,8 @@ fold holds out), the nets share no weights, so the summed loss gives each net
 exactly its own gradient, and Adam's per-weight updates keep them independent.
 A net whose outputs explode stops the pass (the risks' guard); the stages
 then train those nets one by one, as without this module.
-Each net still keeps its own best epoch (``HeldOutScore`` of ``adpue_tf.recommend.train``).
+Each net still keeps its own best epoch (``HeldOutScore`` of ``adpue_tf.recommend.train``);
+the pass ends early once no net has improved for ``patience`` epochs.
 
 Example:
     >>> TOGETHER[0], LATER
@@ -34,7 +35,7 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source
 from adpue_tf.recommend.compose import inputs_like
-from adpue_tf.recommend.train import HeldOutScore, logits, steps_per_epoch
+from adpue_tf.recommend.train import HeldOutScore, StopWhenStale, logits, steps_per_epoch
 
 if TYPE_CHECKING:  # pragma: no cover
     from adpue_tf.recommend.candidates import Stage
@@ -171,9 +172,11 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
                     seed=first.seed_of(names[0]), steps=steps)
+    watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
+    stop = [StopWhenStale(watches, cfg.patience)] if watches else []
     try:
         model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
-                  callbacks=callbacks)
+                  callbacks=[*callbacks, *stop])
     except tf.errors.InvalidArgumentError as err:
         if DIVERGED not in str(err):
             raise

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["HeldOutScore", "logits", "pu_batches", "steps_per_epoch"]
+__all__ = ["HeldOutScore", "StopWhenStale", "logits", "pu_batches", "steps_per_epoch"]
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192
@@ -92,3 +92,32 @@ class HeldOutScore(keras.callbacks.Callback):
     def on_train_end(self, logs: dict | None = None) -> None:
         if self._weights is not None:
             self.net.set_weights(self._weights)
+
+
+class StopWhenStale(keras.callbacks.Callback):
+    """Stops training once every watched net has gone ``patience`` epochs without a better score.
+
+    Put it after the :class:`HeldOutScore` callbacks it reads (they score
+    first). Each net still keeps its own best epoch; the epochs skipped are
+    ones that no net was improving in.
+
+    Args:
+        watches: the nets' :class:`HeldOutScore` callbacks.
+        patience: epochs without improvement, >= 1; None: never stop early.
+
+    Example:
+        >>> StopWhenStale([], 2).patience
+        2
+    """
+
+    def __init__(self, watches: list[HeldOutScore], patience: int | None) -> None:
+        super().__init__()
+        self.watches, self.patience = list(watches), patience
+        self.stopped_epoch = 0
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self.patience is None or not self.watches:
+            return
+        if all(len(w.history) - w.best_epoch >= self.patience for w in self.watches):
+            self.model.stop_training = True
+            self.stopped_epoch = epoch + 1

@@ -177,6 +177,8 @@ BAD = [
     (dict(folds=300), ValueError, "`folds`=300 needs at least 600 PU rows"),
     (dict(final="best"), ValueError, "`final` must be one of"),
     (dict(final="refit", refit=False), ValueError, "`refit=False` contradicts"),
+    (dict(patience=0), ValueError, "`patience` must be at least 1"),
+    (dict(patience=1.5), TypeError, "`patience` must be an int"),
 ]
 
 
@@ -226,3 +228,53 @@ def test_beats_bce_on_w_against_the_truth_with_non_logistic_exposure():
            for n, m in {**fit.candidates, "chosen": fit.model}.items()}
     assert mae["chosen"] < 0.5 * mae["bce_w"], mae
     assert mae[fit.choice] <= sorted(mae.values())[3] + 0.01, mae  # among the best few
+
+
+def test_stop_when_stale_stops_once_no_net_improves():
+    from adpue_tf.recommend.train import HeldOutScore, StopWhenStale
+
+    class Model:
+        stop_training = False
+
+    def watch(history, best_epoch):
+        w = HeldOutScore(None, lambda net: 0.0)
+        w.history, w.best_epoch = list(history), best_epoch
+        return w
+
+    improving, stale = watch([3, 2, 1], 3), watch([1, 2, 3], 1)
+    cb = StopWhenStale([improving, stale], 2)
+    cb.set_model(Model())
+    cb.on_epoch_end(2)
+    assert not cb.model.stop_training  # one net still improves
+    cb = StopWhenStale([watch([1, 2, 3], 1), watch([2, 1, 3], 2)], 1)
+    cb.set_model(Model())
+    cb.on_epoch_end(2)
+    assert cb.model.stop_training and cb.stopped_epoch == 3
+    cb = StopWhenStale([stale], None)
+    cb.set_model(Model())
+    cb.on_epoch_end(2)
+    assert not cb.model.stop_training
+
+
+@pytest.mark.parametrize("patience", [1, None])
+def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, patience):
+    from adpue_tf.recommend import train
+
+    watches = []
+    init = train.HeldOutScore.__init__
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        watches.append(self)
+
+    monkeypatch.setattr(train.HeldOutScore, "__init__", record)
+    fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=["bce_w", "brier"], refit=False, patience=patience,
+                      **{**FAST, "epochs": 8, "learning_rate": 0.3})
+    assert watches and set(fit.scores) == {"bce_w", "brier"}
+    ran = [len(w.history) for w in watches]
+    if patience is None:
+        assert ran == [8] * len(watches)
+    else:  # a pass ends one epoch after the last improvement of any of its nets
+        assert min(ran) < 8
+        assert max(w.best_epoch for w in watches) + patience >= max(ran) or max(ran) == 8
