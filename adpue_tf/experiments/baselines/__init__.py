@@ -4,8 +4,9 @@ One implementation of each, for linear models, used by Table 1
 (:mod:`adpue_tf.experiments.table1`) and by the tests:
 
 * :class:`SAREM` follows the reference implementation of Bekker & Davis step
-  for step, with its scikit-learn (liblinear) logistic regressions; Table 1
-  fits one per trial.
+  for step, with its scikit-learn (liblinear) logistic regressions, one trial
+  at a time; :class:`BatchedSAREM` runs the same algorithm for many trials at
+  once with exact M-steps (:func:`fit_weighted_logistic`), as Table 1 does.
 * :func:`fit_ratio` fits the ratio's two models for many trials at once with
   :func:`adpue_tf.experiments.linear_fit.fit_linear`, as Table 1's other
   methods; :class:`RatioEstimator` is its one-trial view.
@@ -24,6 +25,7 @@ Example:
 from adpue_tf.experiments.baselines.common import fit_logistic
 from adpue_tf.experiments.baselines.ratio import RatioEstimator, RatioFit, fit_ratio
 from adpue_tf.experiments.baselines.sar_em import SAREM, sar_em_posterior
+from adpue_tf.experiments.baselines.sar_em_batched import BatchedSAREM, fit_weighted_logistic
 
-__all__ = ["SAREM", "RatioEstimator", "RatioFit", "fit_logistic", "fit_ratio",
-           "sar_em_posterior"]
+__all__ = ["SAREM", "BatchedSAREM", "RatioEstimator", "RatioFit", "fit_logistic", "fit_ratio",
+           "fit_weighted_logistic", "sar_em_posterior"]
