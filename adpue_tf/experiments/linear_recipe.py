@@ -188,7 +188,8 @@ def _folds(is_pu: np.ndarray, k: int) -> np.ndarray:
     return np.where(is_pu, rank_pu, rank_e) % k
 
 
-def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.ndarray, np.ndarray]:
+def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None = None,
+           ) -> tuple[dict, np.ndarray, np.ndarray]:
     """Scores of every candidate and the refitted chains for one chunk of trials.
 
     A trial's ``folds + 1`` data views (fold ``folds``: all rows) are row
@@ -222,7 +223,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.nd
             views * m, *a.shape[2:])
 
     tq = fit_linear_models(x, per_trial(logit_y, 2), risks.logit, steps=cfg.steps,
-                           learning_rate=cfg.learning_rate, l2=cfg.theta_l2,
+                           learning_rate=cfg.learning_rate, l2=cfg.theta_l2, sparse=sparse,
                            sample_weight=per_trial(np.concatenate([theta_w, train * is_pu]), 2))
     theta, q = np.split(sigmoid(per_model(tq.logits(x), 2)), 2)
     ref = np.clip(q / np.maximum(theta, THETA_FLOOR), 0.0, 1.0)
@@ -251,7 +252,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.nd
         y4 = np.concatenate([y3, dagger[..., None]], axis=-1).astype(np.float32)
         prev = fit_linear_models(x, y4, risks.adpue, sample_weight=chain_w, steps=cfg.steps,
                                  learning_rate=cfg.learning_rate, init=prev, l2=l2,
-                                 gamma=cfg.gamma)
+                                 sparse=sparse, gamma=cfg.gamma)
         z = prev.logits(x).astype(np.float64)                   # (trials, n_l2 · v, n)
         zm, wm, bm = (per_model(a, n_l2) for a in (z, prev.weights, prev.bias))
         for i in range(n_l2):
@@ -264,7 +265,8 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig) -> tuple[dict, np.nd
     return mean_scores, weights[full], bias[full]
 
 
-def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
+def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None, *,
+               sparse: bool | None = None) -> RecipeResult:
     """Choose ``(l2, T)`` per trial by cross-validation on its PU/E rows; refit on all rows.
 
     Args:
@@ -273,6 +275,10 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
             rows (source 1, ``E``) only, in the same layout for every trial; each
             source needs at least ``folds`` rows per trial. No hidden ``Y``.
         cfg: the settings (default :class:`RecipeConfig`).
+        sparse: how the fits multiply the features (``None``: sparse when few
+            are non-zero), as in
+            :func:`~adpue_tf.experiments.linear_fit.fit_linear_models`, whose
+            fits agree to float32 rounding (see there).
 
     Returns:
         A :class:`RecipeResult` (its :meth:`RecipeResult.logits` are the
@@ -280,8 +286,11 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
 
     Raises:
         ValueError: on bad shapes or labels, sources other than PU/E, or too few rows.
+        TypeError: if ``sparse`` is not ``True``, ``False`` or ``None``.
     """
     cfg = cfg or RecipeConfig()
+    if sparse is not None and not isinstance(sparse, bool):
+        raise TypeError(f"`sparse` must be True, False or None (by density), got {sparse!r}.")
     x = np.asarray(check_finite("x", x), np.float32)
     y = np.asarray(check_finite("y", y), np.float32)
     if x.ndim != 3 or y.ndim != 3 or y.shape[2] != 3 or x.shape[:2] != y.shape[:2]:
@@ -301,7 +310,7 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None) -> RecipeResult:
     pad = chunks * per - trials
     xp = np.concatenate([x, np.repeat(x[:1], pad, axis=0)]) if pad else x
     yp = np.concatenate([y, np.repeat(y[:1], pad, axis=0)]) if pad else y
-    parts = [_chunk(xp[c * per:(c + 1) * per], yp[c * per:(c + 1) * per], cfg)
+    parts = [_chunk(xp[c * per:(c + 1) * per], yp[c * per:(c + 1) * per], cfg, sparse)
              for c in range(chunks)]
     scores = {c: np.concatenate([p[0][c] for p in parts])[:trials] for c in CRITERIA}
     weights = np.concatenate([p[1] for p in parts])[:trials]

@@ -3,7 +3,9 @@
 For each LIBSVM data set and split ratio ``α``, each trial draws exposure with
 the paper's mechanism, holds out 300 test rows and splits the rest into PU and
 E (PUE) or PU and SSE (3SE) parts; all trials of a setting are fitted at once
-(:func:`adpue_tf.experiments.linear_fit.fit_linear`), SAR-EM one at a time.
+(:func:`adpue_tf.experiments.linear_fit.fit_linear`), SAR-EM one at a time, and
+the plain-risk methods of each stack (:data:`PUE_GROUP`, :data:`SSE_GROUP`) in
+one :func:`~adpue_tf.experiments.linear_fit.fit_linear_models` call.
 Accuracy is inductive (test rows) and transductive (hidden training labels),
 mean ± standard error over the trials. The methods, the shared L2 penalty and
 why it is needed: ``docs/api/experiments.md``.
@@ -21,8 +23,10 @@ import functools
 from typing import Any, Callable
 
 import numpy as np
+import tensorflow as tf
 
 from adpue_tf import losses
+from adpue_tf._internal.guards import is_divergence
 from adpue_tf.experiments import baselines, linear_fit, linear_recipe, recommended, simulate
 from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.experiments.peers import elkan_noto, external_methods
@@ -36,6 +40,10 @@ PUE_METHODS = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "EM", "Ratio", "IP
 #: Columns the SAR-EM propensity sees: x2..x13, the inputs of the exposure formula.
 PROPENSITY_FEATURES = list(range(1, 13))
 SSE_METHODS = ("ADS", "PNU", "AD3SE")
+#: The PUE methods that are one risk on the stack's packed labels, fitted as one group.
+PUE_GROUP = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "ADPUE-direct")
+#: Likewise the 3SE methods.
+SSE_GROUP = SSE_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +195,62 @@ def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, *, x: Any
                               l2=cfg.l2, **kw)
 
 
+def _specs(names: tuple[str, ...], prior_y: float, cfg: LinearBenchConfig
+           ) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
+    """Each plain-risk method's risk function and options (``risk_options`` of :func:`_fit`)."""
+    table: dict[str, tuple[str, dict[str, Any]]] = {
+        "Logit": ("Logit", {}),
+        "uPU": ("uPU", {"prior": prior_y}),
+        "nnPU": ("nnPU", {"prior": prior_y, "gamma": cfg.gamma}),
+        "uPU-sig": ("uPU", {"prior": prior_y, "surrogate": "sigmoid"}),
+        "nnPU-sig": ("nnPU", {"prior": prior_y, "gamma": cfg.gamma, "surrogate": "sigmoid"}),
+        "ADPUE-direct": ("ADPUE", {"gamma": cfg.gamma}),
+        "ADS": ("ADS", {}),
+        "PNU": ("PNU", {"prior": prior_y, "eta": cfg.pnu_eta}),
+        "AD3SE": ("AD3SE", {"alpha": cfg.ad3se_alpha, "gamma": cfg.gamma}),
+    }
+    return {n: (_risk(table[n][0]), table[n][1]) for n in names}
+
+
+class _Group:
+    """The plain-risk methods of one stack, fitted together on first use.
+
+    One :func:`~adpue_tf.experiments.linear_fit.fit_linear_models` call: each
+    model follows the full-batch Adam trajectory of its own :func:`_fit`, so
+    the weights are the same up to float32 rounding. If that fit stops on the
+    divergence guard (or a non-finite gradient), each method is fitted on its
+    own when asked for, as :func:`_fit` alone would: one diverging method
+    does not take the others down.
+    """
+
+    def __init__(self, st: _Stack, specs: dict[str, tuple[Callable[..., Any], dict[str, Any]]],
+                 cfg: LinearBenchConfig) -> None:
+        self.st, self.specs, self.cfg = st, specs, cfg
+        self.fit: linear_fit.LinearFit | None = None
+        self.failed = False
+
+    def logits(self, name: str) -> Callable[[np.ndarray], np.ndarray]:
+        """The score function of method ``name``."""
+        risk, options = self.specs[name]
+        if self.fit is None and not self.failed:
+            names = list(self.specs)
+            y = np.repeat(self.st.y[:, None], len(names), axis=1)
+            try:
+                self.fit = linear_fit.fit_linear_models(
+                    self.st.x, y, [self.specs[n] for n in names], steps=self.cfg.steps,
+                    learning_rate=self.cfg.learning_rate, l2=self.cfg.l2)
+            except tf.errors.InvalidArgumentError:  # a graph assertion: the guard's stop
+                self.failed = True
+            except ValueError as e:
+                if not is_divergence(e):
+                    raise
+                self.failed = True
+        if self.fit is None:
+            return _fit(self.st, risk, self.cfg, **options).logits
+        k = list(self.specs).index(name)
+        return linear_fit.LinearFit(self.fit.weights[:, k], self.fit.bias[:, k]).logits
+
+
 def _parts(st: _Stack, t: int, source: Source) -> np.ndarray:
     """Row mask of one source in trial ``t``."""
     return st.y[t, :, 2] == int(source)
@@ -333,16 +397,10 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     details = {} if details is None else details
     pue = _stack(simulate.simulate_pue, x, y, cfg, alpha, features)
+    group = _Group(pue, _specs(PUE_GROUP, prior_y, cfg), cfg)
     fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
-        "Logit": lambda: _fit(pue, _risk("Logit"), cfg).logits,
-        "uPU": lambda: _fit(pue, _risk("uPU"), cfg, prior=prior_y).logits,
-        "nnPU": lambda: _fit(pue, _risk("nnPU"), cfg, prior=prior_y, gamma=cfg.gamma).logits,
-        "uPU-sig": lambda: _fit(pue, _risk("uPU"), cfg, prior=prior_y,
-                                surrogate="sigmoid").logits,
-        "nnPU-sig": lambda: _fit(pue, _risk("nnPU"), cfg, prior=prior_y, gamma=cfg.gamma,
-                                 surrogate="sigmoid").logits,
+        **{n: functools.partial(group.logits, n) for n in PUE_GROUP},
         "IPS": lambda: _ips(pue, cfg),
-        "ADPUE-direct": lambda: _fit(pue, _risk("ADPUE"), cfg, gamma=cfg.gamma).logits,
         "EM": lambda: (_sar_em(pue, cfg) if x.shape[1] > max(PROPENSITY_FEATURES)
                        else _not_applicable),
         "Ratio": lambda: _ratio(pue, cfg),
@@ -357,13 +415,8 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
         out[name] = _accuracies(pue, fits[name]())
         report(name)
     sse = _stack(simulate.simulate_3se, x, y, cfg, alpha, features)
-    fits3 = {
-        "ADS": lambda: _fit(sse, _risk("ADS"), cfg).logits,
-        "PNU": lambda: _fit(sse, _risk("PNU"), cfg, prior=prior_y, eta=cfg.pnu_eta).logits,
-        "AD3SE": lambda: _fit(sse, _risk("AD3SE"), cfg, alpha=cfg.ad3se_alpha,
-                              gamma=cfg.gamma).logits,
-    }
+    group3 = _Group(sse, _specs(SSE_GROUP, prior_y, cfg), cfg)
     for name in SSE_METHODS:
-        out[name] = _accuracies(sse, fits3[name]())
+        out[name] = _accuracies(sse, group3.logits(name))
         report(name)
     return out
