@@ -27,7 +27,6 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._internal.guards import is_divergence
 from adpue_tf.experiments import baselines, linear_fit, linear_recipe, recommended, simulate
 from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.experiments.peers import elkan_noto, external_methods
@@ -240,10 +239,8 @@ class _Group:
                 self.fit = linear_fit.fit_linear_models(
                     self.st.x, y, [self.specs[n] for n in names], steps=self.cfg.steps,
                     learning_rate=self.cfg.learning_rate, l2=self.cfg.l2)
-            except tf.errors.InvalidArgumentError:  # a graph assertion: the guard's stop
-                self.failed = True
-            except ValueError as e:
-                if not is_divergence(e):
+            except (tf.errors.InvalidArgumentError, ValueError) as e:
+                if not losses.is_divergence(e):  # only the guard's stop falls back
                     raise
                 self.failed = True
         if self.fit is None:
