@@ -26,7 +26,7 @@ from adpue_tf.experiments.baselines import (
     SAREM,
     BatchedSAREM,
     fit_weighted_logistic,
-    sar_em_batched,
+    weighted_logistic,
 )
 
 SAR: dict[str, Any] = {"dim": 3, "y_weights": (2.0, -1.0, 0.0), "e_weights": (0.0, -1.5, 2.0)}
@@ -194,8 +194,8 @@ def test_solver_paths_agree_and_warm_start_is_harmless():
 
 def test_solver_uses_the_sparse_path_on_sparse_data():
     x, _, _ = _problem(2, 100, 100, 0.05, seed=0)
-    assert isinstance(sar_em_batched._design(x, direct=False), sar_em_batched._Sparse)
-    assert not isinstance(sar_em_batched._design(x, direct=True), sar_em_batched._Sparse)
+    assert isinstance(weighted_logistic._design(x, direct=False), weighted_logistic._Sparse)
+    assert not isinstance(weighted_logistic._design(x, direct=True), weighted_logistic._Sparse)
 
 
 def test_solver_bad_input():

@@ -25,7 +25,8 @@ Example:
 from adpue_tf.experiments.baselines.common import fit_logistic
 from adpue_tf.experiments.baselines.ratio import RatioEstimator, RatioFit, fit_ratio
 from adpue_tf.experiments.baselines.sar_em import SAREM, sar_em_posterior
-from adpue_tf.experiments.baselines.sar_em_batched import BatchedSAREM, fit_weighted_logistic
+from adpue_tf.experiments.baselines.sar_em_batched import BatchedSAREM
+from adpue_tf.experiments.baselines.weighted_logistic import fit_weighted_logistic
 
 __all__ = ["SAREM", "BatchedSAREM", "RatioEstimator", "RatioFit", "fit_logistic", "fit_ratio",
            "fit_weighted_logistic", "sar_em_posterior"]
