@@ -48,7 +48,33 @@ def _slopes(hist: np.ndarray) -> np.ndarray:
     return (hist - hist.mean(1, keepdims=True)) @ t / np.sum(t ** 2)
 
 
-class SAREM(_OneTrial):
+class EMSettings:
+    """SAR-EM's settings, checked once for :class:`SAREM` and ``BatchedSAREM``."""
+
+    propensity_features: tuple[int, ...] | None
+    C: float
+    max_iter: int
+    window: int
+    slope_eps: float
+    ll_eps: float
+    refit_classifier: bool
+
+    def _set_settings(self, propensity_features: Sequence[int] | None, C: float,
+                      max_iter: int, window: int, slope_eps: float, ll_eps: float,
+                      refit_classifier: bool) -> None:
+        self.propensity_features = (None if propensity_features is None
+                                    else _check_features(propensity_features))
+        self.C = _check_float("C", C, positive=True)
+        self.max_iter = check_int("max_iter", max_iter, 0)
+        self.window = check_int("window", window, 2)
+        self.slope_eps = _check_float("slope_eps", slope_eps, positive=False)
+        self.ll_eps = _check_float("ll_eps", ll_eps, positive=False)
+        if not isinstance(refit_classifier, bool):
+            raise TypeError(f"`refit_classifier` must be a bool, got {refit_classifier!r}.")
+        self.refit_classifier = refit_classifier
+
+
+class SAREM(_OneTrial, EMSettings):
     """SAR-EM (Bekker & Davis 2018): EM over a classifier ``f(x)`` and a propensity ``e(x)``.
 
     Bekker, J. and Davis, J. (2018), "Learning from Positive and Unlabeled
@@ -130,16 +156,8 @@ class SAREM(_OneTrial):
     def __init__(self, *, propensity_features: Sequence[int] | None = None, C: float = 1.0,
                  max_iter: int = 500, window: int = 10, slope_eps: float = 1e-4,
                  ll_eps: float = 1e-4, refit_classifier: bool = True) -> None:
-        self.propensity_features = (None if propensity_features is None
-                                    else _check_features(propensity_features))
-        self.C = _check_float("C", C, positive=True)
-        self.max_iter = check_int("max_iter", max_iter, 0)
-        self.window = check_int("window", window, 2)
-        self.slope_eps = _check_float("slope_eps", slope_eps, positive=False)
-        self.ll_eps = _check_float("ll_eps", ll_eps, positive=False)
-        if not isinstance(refit_classifier, bool):
-            raise TypeError(f"`refit_classifier` must be a bool, got {refit_classifier!r}.")
-        self.refit_classifier = refit_classifier
+        self._set_settings(propensity_features, C, max_iter, window, slope_eps, ll_eps,
+                           refit_classifier)
 
     def _lr(self, x: np.ndarray, y: np.ndarray, v: np.ndarray) -> Any:
         try:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from adpue_tf.experiments.baselines.common import _check_features, _check_float
-from adpue_tf.experiments.baselines.sar_em import sar_em_posterior
+from adpue_tf.experiments.baselines.sar_em import EMSettings, sar_em_posterior
 from adpue_tf.experiments.baselines.weighted_logistic import (
     _Dense,
     _one_blas_thread,
@@ -47,7 +47,7 @@ def _expected_loglik(f: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.asarray(np.mean(s * np.log(f * e) + (1 - s) * unl, axis=1))
 
 
-class BatchedSAREM:
+class BatchedSAREM(EMSettings):
     """SAR-EM (Bekker & Davis 2018) on many trials at once, in lockstep, with exact M-steps.
 
     The algorithm of :class:`~adpue_tf.experiments.baselines.SAREM` (see there:
@@ -99,16 +99,8 @@ class BatchedSAREM:
                  max_iter: int = 500, window: int = 10, slope_eps: float = 1e-4,
                  ll_eps: float = 1e-4, refit_classifier: bool = True, tol: float = 1e-9,
                  direct_max_features: int = 64) -> None:
-        self.propensity_features = (None if propensity_features is None
-                                    else _check_features(propensity_features))
-        self.C = _check_float("C", C, positive=True)
-        self.max_iter = check_int("max_iter", max_iter, 0)
-        self.window = check_int("window", window, 2)
-        self.slope_eps = _check_float("slope_eps", slope_eps, positive=False)
-        self.ll_eps = _check_float("ll_eps", ll_eps, positive=False)
-        if not isinstance(refit_classifier, bool):
-            raise TypeError(f"`refit_classifier` must be a bool, got {refit_classifier!r}.")
-        self.refit_classifier = refit_classifier
+        self._set_settings(propensity_features, C, max_iter, window, slope_eps, ll_eps,
+                           refit_classifier)
         self.tol = _check_float("tol", tol, positive=True)
         self.direct_max_features = check_int("direct_max_features", direct_max_features, 1)
         self.n_features_: int | None = None
