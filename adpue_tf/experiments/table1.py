@@ -218,9 +218,9 @@ class _Group:
     One :func:`~adpue_tf.experiments.linear_fit.fit_linear_models` call: each
     model follows the full-batch Adam trajectory of its own :func:`_fit`, so
     the weights are the same up to float32 rounding. If that fit stops on the
-    divergence guard (or a non-finite gradient), each method is fitted on its
-    own when asked for, as :func:`_fit` alone would: one diverging method
-    does not take the others down.
+    divergence guard (:func:`adpue_tf.losses.is_divergence`), each method is
+    fitted on its own when asked for, as :func:`_fit` alone would: one
+    diverging method does not take the others down. Other errors are raised.
     """
 
     def __init__(self, st: _Stack, specs: dict[str, tuple[Callable[..., Any], dict[str, Any]]],
