@@ -29,6 +29,7 @@ from adpue_tf.risks.debiasing import (
     double_adss,
 )
 from adpue_tf.risks.exposure import exposed_pu, exposure_brier, exposure_likelihood
+from adpue_tf.risks.linear import Coefficients, LinearForm, linear_form
 
 __all__ = [
     "RiskTerms",
@@ -50,6 +51,9 @@ __all__ = [
     "exposure_likelihood",
     "exposure_brier",
     "exposed_pu",
+    "Coefficients",
+    "LinearForm",
+    "linear_form",
 ]
 
 #: Former names of :func:`adpue`, :func:`adpe` and :func:`adfpu` (kept as aliases).

@@ -10,7 +10,7 @@ from adpue_tf._internal.checks import check_options
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import unpack
 from adpue_tf.risks.correction import RiskTerms, corrected, no_correction
-from adpue_tf.risks.parts import _mix, _pu_parts
+from adpue_tf.risks.parts import Form, _mix, _pu_parts
 
 __all__ = ["logit", "upu", "nnpu", "pnu", "ips"]
 
@@ -26,9 +26,17 @@ def logit(
         0.6931
     """
     check_options(from_logits=from_logits)
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
+    return _logit_form()(unpack(y_true, y_pred, from_logits=from_logits,
+                                sample_weight=sample_weight))
+
+
+def _logit_parts(b: Any) -> tuple:
     mask = b.is_source(Source.PU, Source.SSE)
-    return no_correction(b.mean(b.w * b.l1, mask), b.mean((1.0 - b.w) * b.l0, mask))
+    return b.mean(b.w * b.l1, mask), b.mean((1.0 - b.w) * b.l0, mask)
+
+
+def _logit_form() -> Form:
+    return Form(_logit_parts, lambda q: no_correction(*q))
 
 
 def upu(
@@ -55,9 +63,14 @@ def upu(
         ...                 from_logits=True).risk), 4)
         0.5
     """
-    check_options(from_logits=from_logits, prior=prior, surrogate=surrogate)
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return no_correction(*_pu_parts(b, prior, surrogate))
+    check_options(from_logits=from_logits)
+    return _upu_form(prior=prior, surrogate=surrogate)(
+        unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight))
+
+
+def _upu_form(*, prior: float, surrogate: str = "logistic") -> Form:
+    check_options(prior=prior, surrogate=surrogate)
+    return Form(lambda b: _pu_parts(b, prior, surrogate), lambda q: no_correction(*q))
 
 
 def nnpu(
@@ -75,11 +88,18 @@ def nnpu(
         >>> float(nnpu(pack_pu([1, 0]), [[9.0], [-9.0]], prior=0.9, from_logits=True).fired)
         1.0
     """
-    check_options(from_logits=from_logits, prior=prior, surrogate=surrogate,
-                  non_negative=non_negative, beta=beta, gamma=gamma)
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return corrected(*_pu_parts(b, prior, surrogate), non_negative=non_negative,
-                     beta=beta, gamma=gamma)
+    check_options(from_logits=from_logits)
+    form = _nnpu_form(prior=prior, surrogate=surrogate, non_negative=non_negative, beta=beta,
+                      gamma=gamma)
+    return form(unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight))
+
+
+def _nnpu_form(*, prior: float, surrogate: str = "logistic", non_negative: bool = True,
+               beta: float = 0.0, gamma: float | None = None) -> Form:
+    check_options(prior=prior, surrogate=surrogate, non_negative=non_negative, beta=beta,
+                  gamma=gamma)
+    return Form(lambda b: _pu_parts(b, prior, surrogate),
+                lambda q: corrected(*q, non_negative=non_negative, beta=beta, gamma=gamma))
 
 
 def pnu(
@@ -100,8 +120,17 @@ def pnu(
         >>> round(float(pnu(pack_sse([1, 0], [1, 1]), [[0.0], [0.0]], prior=0.5, eta=0.0, from_logits=True).risk), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, prior=prior, eta=eta)
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
+    check_options(from_logits=from_logits)
+    return _pnu_form(prior=prior, eta=eta)(
+        unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight))
+
+
+def _pnu_form(*, prior: float, eta: float = 0.0) -> Form:
+    check_options(prior=prior, eta=eta)
+    return Form(lambda b: _pnu_parts(b, prior, eta), lambda q: no_correction(*q))
+
+
+def _pnu_parts(b: Any, prior: float, eta: float) -> tuple:
     sse = b.is_source(Source.SSE)
     p_mask, n_mask = sse * b.w, sse * b.e * (1.0 - b.w)
     p1, p0 = b.mean(b.l1, p_mask), b.mean(b.l0, p_mask)
@@ -110,9 +139,9 @@ def pnu(
     pn = (prior * p1, (1.0 - prior) * n0)
     if eta >= 0:
         other = (prior * p1, u0 - prior * p0)
-        return no_correction(*_mix(1.0 - eta, pn, other))
+        return _mix(1.0 - eta, pn, other)
     other = (u1 - (1.0 - prior) * n1, (1.0 - prior) * n0)
-    return no_correction(*_mix(1.0 + eta, pn, other))
+    return _mix(1.0 + eta, pn, other)
 
 
 def ips(
@@ -136,13 +165,28 @@ def ips(
         >>> round(float(ips(y, [[0.0], [0.0]], from_logits=True).risk), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, clip=clip)
+    check_options(from_logits=from_logits)
+    form = _ips_form(clip=clip)
     shape = tuple(ops.shape(y_true))
     if len(shape) != 2 or shape[-1] != 4:
         raise ValueError(
             "ips: `y_true` must have 4 columns (w, e, source, propensity θ̂), got shape "
             f"{shape}; attach θ̂ with adpue_tf.data.with_propensity(dataset, exposure_model).")
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    pu = b.is_source(Source.PU)
-    t = b.w / ops.maximum(b.dagger, clip)
-    return no_correction(b.mean(t * b.l1, pu), b.mean((1.0 - t) * b.l0, pu))
+    return form(unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight))
+
+
+def _ips_form(*, clip: float = 0.05) -> Form:
+    check_options(clip=clip)
+
+    def parts(b: Any) -> tuple:
+        pu = b.is_source(Source.PU)
+        t = b.w / ops.maximum(b.dagger, clip)
+        return b.mean(t * b.l1, pu), b.mean((1.0 - t) * b.l0, pu)
+
+    return Form(parts, lambda q: no_correction(*q))
+
+
+#: Each risk's form builder (its options -> :class:`~adpue_tf.risks.parts.Form`), read by
+#: :mod:`adpue_tf.risks.linear`.
+FORMS: dict[Any, Any] = {logit: _logit_form, upu: _upu_form, nnpu: _nnpu_form, pnu: _pnu_form,
+                         ips: _ips_form}

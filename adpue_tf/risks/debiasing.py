@@ -8,7 +8,7 @@ from adpue_tf._internal.checks import check_options
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import unpack
 from adpue_tf.risks.correction import RiskTerms, corrected, global_value, no_correction
-from adpue_tf.risks.parts import _l_parts, _mix, _pe_parts, _pue_parts, _ss_parts
+from adpue_tf.risks.parts import Form, _l_parts, _mix, _pe_parts, _pue_parts, _ss_parts
 
 __all__ = ["adpue", "adpe", "adfpu", "ads", "adss", "double_adss", "ad3se"]
 
@@ -48,12 +48,19 @@ def adpue(
         >>> float(adpue(pack_pu([1]), [[0.0]], from_logits=True).positive) > 0
         True
     """
-    check_options(from_logits=from_logits, non_negative=non_negative, beta=beta, gamma=gamma,
+    check_options(from_logits=from_logits)
+    form = _adpue_form(non_negative=non_negative, beta=beta, gamma=gamma,
+                       dagger_gradient=dagger_gradient)
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
+
+
+def _adpue_form(*, non_negative: bool = True, beta: float = 0.0, gamma: float | None = None,
+                dagger_gradient: bool = False) -> Form:
+    check_options(non_negative=non_negative, beta=beta, gamma=gamma,
                   dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    pos, neg = _pue_parts(b, b.is_source(Source.PU), b.is_source(Source.E))
-    return corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma)
+    return Form(lambda b: _pue_parts(b, b.is_source(Source.PU), b.is_source(Source.E)),
+                lambda q: corrected(*q, non_negative=non_negative, beta=beta, gamma=gamma))
 
 
 def adpe(
@@ -79,13 +86,33 @@ def adpe(
         >>> round(float(adpe(pack_p(1), [[0.0]], prior=0.5, from_logits=True).positive), 4)
         0.3466
     """
-    check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
+    check_options(from_logits=from_logits)
+    form = _pe_form(prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
+                    dagger_gradient=dagger_gradient, unlabeled=(Source.E,))
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
+
+
+def _pe_form(*, prior: float, non_negative: bool = True, beta: float = 0.0,
+             gamma: float | None = None, dagger_gradient: bool = False,
+             unlabeled: tuple[Source, ...]) -> Form:
+    """nnPE (``unlabeled``: E rows) or FPUE (U and E rows)."""
+    check_options(prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
                   dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    pos, neg, corr = _pe_parts(b, prior, b.is_source(Source.E))
-    return corrected(pos, neg, non_negative=non_negative, beta=beta,
-                      gamma=gamma, extra=corr)
+
+    def combine(q: tuple) -> RiskTerms:
+        pos, neg, corr = q
+        return corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma, extra=corr)
+
+    return Form(lambda b: _pe_parts(b, prior, b.is_source(*unlabeled)), combine)
+
+
+def _adpe_form(**options: Any) -> Form:
+    return _pe_form(**options, unlabeled=(Source.E,))
+
+
+def _adfpu_form(**options: Any) -> Form:
+    return _pe_form(**options, unlabeled=(Source.U, Source.E))
 
 
 def adfpu(
@@ -110,13 +137,11 @@ def adfpu(
         >>> round(float(adfpu(pack_u(1), [[0.0]], prior=0.5, from_logits=True).negative), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
-                  dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    pos, neg, corr = _pe_parts(b, prior, b.is_source(Source.U, Source.E))
-    return corrected(pos, neg, non_negative=non_negative, beta=beta,
-                      gamma=gamma, extra=corr)
+    check_options(from_logits=from_logits)
+    form = _pe_form(prior=prior, non_negative=non_negative, beta=beta, gamma=gamma,
+                    dagger_gradient=dagger_gradient, unlabeled=(Source.U, Source.E))
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
 
 
 def ads(
@@ -130,8 +155,12 @@ def ads(
         0.6931
     """
     check_options(from_logits=from_logits)
-    b = unpack(y_true, y_pred, from_logits=from_logits, sample_weight=sample_weight)
-    return no_correction(*_l_parts(b))
+    return _ads_form()(unpack(y_true, y_pred, from_logits=from_logits,
+                              sample_weight=sample_weight))
+
+
+def _ads_form() -> Form:
+    return Form(_l_parts, lambda q: no_correction(*q))
 
 
 def adss(
@@ -151,10 +180,15 @@ def adss(
         >>> round(float(adss(pack_sse([0], [0]), [[0.0]], from_logits=True).risk), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    return no_correction(*_ss_parts(b))
+    check_options(from_logits=from_logits)
+    form = _adss_form(dagger_gradient=dagger_gradient)
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
+
+
+def _adss_form(*, dagger_gradient: bool = False) -> Form:
+    check_options(dagger_gradient=dagger_gradient)
+    return Form(_ss_parts, lambda q: no_correction(*q))
 
 
 def double_adss(
@@ -173,11 +207,15 @@ def double_adss(
         >>> round(float(double_adss(pack_sse([1], [1]), [[0.0]], alpha=0.5, from_logits=True).risk), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, alpha=alpha,
-                  dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    return no_correction(*_mix(alpha, _ss_parts(b), _l_parts(b)))
+    check_options(from_logits=from_logits)
+    form = _double_adss_form(alpha=alpha, dagger_gradient=dagger_gradient)
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
+
+
+def _double_adss_form(*, alpha: float = 0.5, dagger_gradient: bool = False) -> Form:
+    check_options(alpha=alpha, dagger_gradient=dagger_gradient)
+    return Form(lambda b: _mix(alpha, _ss_parts(b), _l_parts(b)), lambda q: no_correction(*q))
 
 
 def ad3se(
@@ -204,19 +242,40 @@ def ad3se(
         >>> round(float(ad3se(pack_sse([1], [1]), [[0.0]], alpha=0.5, from_logits=True).risk), 4)
         0.6931
     """
-    check_options(from_logits=from_logits, alpha=alpha, non_negative=non_negative, beta=beta, gamma=gamma,
+    check_options(from_logits=from_logits)
+    form = _ad3se_form(alpha=alpha, non_negative=non_negative, beta=beta, gamma=gamma,
+                       dagger_gradient=dagger_gradient)
+    return form(unpack(y_true, y_pred, from_logits=from_logits,
+                       dagger_gradient=dagger_gradient, sample_weight=sample_weight))
+
+
+def _ad3se_form(*, alpha: float = 0.5, non_negative: bool = True, beta: float = 0.0,
+                gamma: float | None = None, dagger_gradient: bool = False) -> Form:
+    check_options(alpha=alpha, non_negative=non_negative, beta=beta, gamma=gamma,
                   dagger_gradient=dagger_gradient)
-    b = unpack(y_true, y_pred, from_logits=from_logits,
-               dagger_gradient=dagger_gradient, sample_weight=sample_weight)
-    sse = b.is_source(Source.SSE)
-    r3 = corrected(*_pue_parts(b, b.is_source(Source.SSE, Source.PU), sse),
-                    non_negative=non_negative, beta=beta, gamma=gamma)
-    l_loss = sum(_l_parts(b))
-    g_l = global_value(l_loss)
-    return RiskTerms(
-        loss=alpha * r3.loss + (1.0 - alpha) * l_loss,
-        risk=alpha * r3.risk + (1.0 - alpha) * g_l,
-        positive=r3.positive,
-        negative=r3.negative,
-        fired=r3.fired,
-    )
+
+    def parts(b: Any) -> tuple:
+        pos, neg = _pue_parts(b, b.is_source(Source.SSE, Source.PU), b.is_source(Source.SSE))
+        return (pos, neg, *_l_parts(b))
+
+    def combine(q: tuple) -> RiskTerms:
+        pos, neg, l_pos, l_neg = q
+        r3 = corrected(pos, neg, non_negative=non_negative, beta=beta, gamma=gamma)
+        l_loss = l_pos + l_neg
+        g_l = global_value(l_loss)
+        return RiskTerms(
+            loss=alpha * r3.loss + (1.0 - alpha) * l_loss,
+            risk=alpha * r3.risk + (1.0 - alpha) * g_l,
+            positive=r3.positive,
+            negative=r3.negative,
+            fired=r3.fired,
+        )
+
+    return Form(parts, combine)
+
+
+#: Each risk's form builder (its options -> :class:`~adpue_tf.risks.parts.Form`), read by
+#: :mod:`adpue_tf.risks.linear`.
+FORMS: dict[Any, Any] = {adpue: _adpue_form, adpe: _adpe_form, adfpu: _adfpu_form,
+                         ads: _ads_form, adss: _adss_form, double_adss: _double_adss_form,
+                         ad3se: _ad3se_form}

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from keras import ops
 
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import Batch
+from adpue_tf.risks.correction import RiskTerms
 
 __all__: list[str] = []  # private helpers of the risks
+
+
+class Form(NamedTuple):
+    """A risk as its parts and their combination: ``risk(b) = combine(parts(b))``.
+
+    ``parts(b)`` returns a tuple of group means (``R+``, ``R-``, ...) built
+    from ``b.l1``, ``b.l0`` and the labels; for fixed labels, row weights and
+    ``f†`` each is linear in the per-row losses ``ℓ1``, ``ℓ0`` (unless it
+    reads ``b.z`` itself, as the sigmoid surrogate does). ``combine`` turns
+    their values into :class:`RiskTerms` (the correction). The public risk
+    functions call a form; :mod:`adpue_tf.risks.linear` evaluates the same
+    form from coefficients computed once.
+    """
+
+    parts: Callable[[Any], tuple]
+    combine: Callable[[tuple], RiskTerms]
+
+    def __call__(self, b: Batch) -> RiskTerms:
+        return self.combine(self.parts(b))
 
 
 def _pue_parts(b: Batch, w_mask: Any, a_mask: Any) -> tuple[Any, Any]:

@@ -1,0 +1,161 @@
+"""`risks.linear_form`: a risk from coefficients computed once equals the risk itself.
+
+Values are checked against the independent NumPy references of tests/reference.py
+(float64), gradients against the risk function's own gradient, per model, in eager
+and graph mode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from adpue_tf import losses, risks
+from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_sse, pack_u
+
+import reference as ref
+
+MODELS, ROWS = 3, 24
+
+
+def _labels(kind: str, rng: np.random.Generator) -> np.ndarray:
+    """One model's packed labels of ``kind``'s layout, 6 rows per part."""
+    b = lambda: rng.random(6) < 0.5  # noqa: E731
+    parts = {
+        "pue": [pack_pu(b()), pack_pu(b()), pack_e(b()), pack_e(b())],
+        "pe": [pack_p(6), pack_p(6), pack_e(b()), pack_e(b())],
+        "fpu": [pack_p(6), pack_u(6), pack_e(b()), pack_e(b())],
+        "sse": [pack_sse(*(lambda w, e: (w & e, e))(b(), b())) for _ in range(4)],
+        "3se": [pack_sse(*(lambda w, e: (w & e, e))(b(), b())) for _ in range(2)]
+        + [pack_pu(b()), pack_pu(b())],
+        "pu": [pack_pu(b()), pack_p(6), pack_u(6), pack_pu(b())],
+        "logit": [pack_pu(b()), pack_pu(b()), pack_sse(b(), np.ones(6, bool)), pack_pu(b())],
+    }[kind]
+    return np.concatenate(parts).astype(np.float32)
+
+
+#: (risk, reference name, label layout, with f† column, options)
+CASES = [
+    (risks.adpue, "nnpue", "pue", True, {"gamma": 1.0}),
+    (risks.adpue, "nnpue", "pue", True, {"gamma": None, "beta": 0.05}),
+    (risks.adpue, "nnpue", "pue", True, {"non_negative": False}),
+    (risks.adpe, "nnpe", "pe", True, {"prior": 0.4, "gamma": 0.5}),
+    (risks.adfpu, "fpue", "fpu", True, {"prior": 0.3}),
+    (risks.ads, "ads", "sse", False, {}),
+    (risks.adss, "adss", "sse", True, {}),
+    (risks.double_adss, "double_adss", "sse", True, {"alpha": 0.3}),
+    (risks.ad3se, "ad3se", "3se", True, {"alpha": 0.5, "gamma": 1.0}),
+    (risks.logit, "logit", "logit", False, {}),
+    (risks.upu, "upu", "pu", False, {"prior": 0.4}),
+    (risks.nnpu, "nnpu", "pu", False, {"prior": 0.6, "gamma": 1.0}),
+    (risks.pnu, "pnu", "sse", False, {"prior": 0.4, "eta": 0.5}),
+    (risks.pnu, "pnu", "sse", False, {"prior": 0.4, "eta": -0.5}),
+]
+
+
+def _data(kind: str, dagger: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    y = np.stack([_labels(kind, rng) for _ in range(MODELS)])
+    if dagger:
+        y = np.concatenate([y, rng.random((MODELS, ROWS, 1)).astype(np.float32)], axis=-1)
+    sw = (rng.random((MODELS, ROWS)) < 0.8).astype(np.float32)  # 0/1: a row in or out
+    sw[:, ::6] = 1.0  # every part keeps a row
+    z = rng.normal(scale=2.0, size=(MODELS, ROWS)).astype(np.float32)
+    return y, sw, z
+
+
+def _ref_value(name, y, sw, z, opts):
+    keep = sw > 0
+    return ref.value(name, y[keep], z[keep], **opts)[0]
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+@pytest.mark.parametrize("risk,name,kind,dagger,opts", CASES,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_value_and_gradient_equal_the_risk(risk, name, kind, dagger, opts, graph):
+    y, sw, z = _data(kind, dagger)
+    form = risks.linear_form(risk, **opts)
+
+    def fast(z_):
+        with tf.GradientTape() as tape:
+            tape.watch(z_)
+            value = form.loss(form.coefficients(y, sw), z_)
+            total = tf.reduce_sum(value)
+        return value, tape.gradient(total, z_)
+
+    run = tf.function(fast) if graph else fast
+    value, grad = (t.numpy() for t in run(tf.constant(z)))
+    for m in range(MODELS):
+        want = _ref_value(name, y[m], sw[m], z[m], opts)
+        np.testing.assert_allclose(value[m], want, rtol=2e-6, atol=1e-6)
+        zm = tf.constant(z[m])
+        with tf.GradientTape() as tape:
+            tape.watch(zm)
+            loss = risk(y[m], zm, from_logits=True, sample_weight=sw[m], **opts).loss
+        np.testing.assert_allclose(grad[m], tape.gradient(loss, zm).numpy(), rtol=1e-5,
+                                   atol=1e-7)
+
+
+def test_ips_value_equals_the_reference():
+    """IPS: ``Ê_PU[t·ℓ1 + (1-t)·ℓ0]``, ``t = W/max(θ̂, clip)`` (θ̂ in column 3)."""
+    y, sw, z = _data("pue", True, seed=3)
+    y[..., 2] = 0.0  # every row a PU row
+    form = risks.linear_form(risks.ips, clip=0.2)
+    value = form.loss(form.coefficients(y, np.ones_like(sw)), z).numpy()
+    for m in range(MODELS):
+        t = y[m, :, 0] / np.maximum(y[m, :, 3], 0.2)
+        want = np.mean(t * ref.l1(z[m].astype(np.float64)) + (1 - t) * ref.l0(z[m]))
+        np.testing.assert_allclose(value[m], want, rtol=2e-6)
+
+
+@pytest.mark.parametrize("risk,opts,kind,dagger", [
+    (risks.upu, {"prior": 0.4, "surrogate": "sigmoid"}, "pu", False),   # reads z itself
+    (risks.nnpu, {"prior": 0.4, "surrogate": "sigmoid"}, "pu", False),
+    (risks.adpue, {}, "pue", False),                                    # f† = σ(z)
+    (risks.adss, {}, "sse", False),
+])
+def test_parts_that_are_not_linear_give_none(risk, opts, kind, dagger):
+    y, sw, _ = _data(kind, dagger)
+    assert risks.linear_form(risk, **opts).coefficients(y, sw) is None
+
+
+def test_risks_without_parts_have_no_form():
+    assert risks.linear_form(risks.exposure_likelihood) is None
+    assert risks.linear_form(lambda *a, **k: None) is None
+
+
+def test_bad_options_and_labels_are_refused():
+    with pytest.raises(ValueError, match="gamma"):
+        risks.linear_form(risks.adpue, gamma=2.0)
+    with pytest.raises(ValueError, match="prior"):
+        risks.linear_form(risks.nnpu, prior=1.5)
+    y, sw, z = _data("pue", True)
+    bad = y.copy()
+    bad[0, 0, 0] = 2.0
+    form = risks.linear_form(risks.adpue)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        form.coefficients(bad, sw)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="only 0 and 1"):
+        tf.function(lambda a, b: form.coefficients(a, b).a)(tf.constant(bad), tf.constant(sw))
+    with pytest.raises(ValueError, match="sample_weight"):
+        form.coefficients(y, -sw)
+    with pytest.raises(ValueError, match="models, rows"):
+        form.coefficients(y[0], sw[0])
+
+
+def test_a_step_on_exploded_logits_stops_with_the_divergence_error():
+    y, sw, z = _data("pue", True)
+    form = risks.linear_form(risks.adpue, gamma=1.0)
+    z[1, 3] = np.nan
+
+    @tf.function
+    def grad(z_):
+        with tf.GradientTape() as tape:
+            tape.watch(z_)
+            total = tf.reduce_sum(form.loss(form.coefficients(y, sw), z_))
+        return tape.gradient(total, z_)
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        grad(tf.constant(z))
+    assert losses.is_divergence(info.value)
