@@ -182,17 +182,23 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
 
     def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> None:
         labels = []        # loop-invariant: each group's labels and row weights, per model
-        for lo, hi, _ in groups:
+        for lo, hi, (risk, opts) in groups:
             m = trials * (hi - lo)
-            labels.append((tf.reshape(y[:, lo:hi], (m, rows, columns)),
-                           tf.reshape(sw[:, lo:hi], (m, rows))))
+            y_g = tf.reshape(y[:, lo:hi], (m, rows, columns))
+            sw_g = tf.reshape(sw[:, lo:hi], (m, rows))
+            form = risks_lib.linear_form(risk, **dict(opts))
+            coef = None if form is None else form.coefficients(y_g, sw_g)
+            labels.append((y_g, sw_g, form, coef))
 
         def step(i: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
                 z = logits() + b[..., None]
                 total = tf.reduce_sum(penalty * tf.square(w))
-                for (lo, hi, (risk, opts)), (y_g, sw_g) in zip(groups, labels):
+                for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
                     z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi], (trials * (hi - lo), rows))
+                    if form is not None and coef is not None:  # labels read once, before the loop
+                        total += tf.reduce_sum(form.loss(coef, z_g))
+                        continue
                     total += tf.reduce_sum(tf.vectorized_map(objective(risk, dict(opts)),
                                                              (y_g, z_g, sw_g)))
             optimizer.apply(tape.gradient(total, [w, b]), [w, b])
