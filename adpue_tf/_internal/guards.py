@@ -14,6 +14,7 @@ so under ``jit_compile=True`` (Keras's ``"auto"`` on a GPU) only the static
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,44 @@ def _assert(ok: Any, message: str, *data: Any) -> Any:
     return tf.debugging.Assert(ok, [message, *data], summarize=8)
 
 
+#: One check of a group folded by :func:`fold_checks`: the condition (a scalar
+#: bool tensor), the message, and the tensors printed after it (a callable that
+#: builds them, run only when the check fails, or ``None``).
+Check = tuple[Any, str, Callable[[], Sequence[Any]] | None]
+
+
+def fold_checks(checks: Sequence[Check]) -> list:
+    """One graph assertion for a group of checks (a list of 0 or 1 op, for :func:`with_checks`).
+
+    Each ``tf.debugging.Assert`` whose data holds a non-string tensor builds its
+    own conditional (an ``If``), so that its data is formatted only on failure.
+    Here the conditions are reduced to one flag: a single check without data is
+    a plain ``Assert``; otherwise one ``tf.cond`` whose failure branch asserts the
+    checks in order, so the error is that of the first failing check, with the
+    same text as a ``tf.debugging.Assert(ok, [message, *data], summarize=8)``,
+    and the data of a check (say, the min and max of a tensor) are computed only
+    when it fails.
+    """
+    if not checks:
+        return []
+    if len(checks) == 1 and checks[0][2] is None:
+        ok, message, _ = checks[0]
+        return [tf.raw_ops.Assert(condition=ok, data=[message], summarize=8)]
+    oks = [tf.convert_to_tensor(ok) for ok, _, _ in checks]
+    pred = oks[0] if len(oks) == 1 else tf.reduce_all(tf.stack(oks))
+
+    def fail() -> Any:
+        deps: list = []
+        for ok, (_, message, data) in zip(oks, checks):
+            with tf.control_dependencies(deps):
+                values = list(data()) if data is not None else []
+                deps = [tf.raw_ops.Assert(condition=ok, data=[message, *values], summarize=8)]
+        return deps[0]
+
+    result = tf.cond(pred, tf.no_op, fail, name="checks")
+    return [getattr(result, "op", result)]
+
+
 def _with_checks(x: Any, checks: list) -> Any:
     """``x``, evaluated only after the graph assertions ``checks``."""
     if not checks:
@@ -112,11 +151,11 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
                 if not np.all(np.isfinite(dy.numpy())):
                     raise ValueError(gradient)
                 return dy
-            return _with_checks(dy, [
-                _assert(tf.reduce_all(tf.abs(x) <= bound), output + " min and max:",
-                        tf.reduce_min(x), tf.reduce_max(x)),
-                _assert(tf.reduce_all(tf.math.is_finite(dy)), gradient),
-            ])
+            return _with_checks(dy, fold_checks([
+                (tf.reduce_all(tf.abs(x) <= bound), output + " min and max:",
+                 lambda: [tf.reduce_min(x), tf.reduce_max(x)]),
+                (tf.reduce_all(tf.math.is_finite(dy)), gradient, None),
+            ]))
 
         return tf.identity(x), grad
 
@@ -135,8 +174,8 @@ def _check_probabilities(z: Any, name: str) -> Any:
             raise ValueError(f"{message} Got min {np.nanmin(arr):.4g}, max {np.nanmax(arr):.4g}.")
         return z
     inside = ops.logical_not(ops.any((z < 0.0) | (z > 1.0)))
-    return _with_checks(z, [_assert(inside, message + " min and max:",
-                                    tf.reduce_min(z), tf.reduce_max(z))])
+    return _with_checks(z, fold_checks([(inside, message + " min and max:",
+                                         lambda: [tf.reduce_min(z), tf.reduce_max(z)])]))
 
 
 def probability_to_logit(p: Any) -> Any:
@@ -196,9 +235,11 @@ def finite_checks(tensors: dict[str, Any], message: str) -> list:
     """Check that the floating tensors of ``tensors`` hold no NaN or inf.
 
     Eager: raises a ``ValueError`` (``message``, then the offending names).
-    Graph: returns the assertions, for :func:`with_checks` or :func:`guard_finite`.
+    Graph: returns the assertion (a list of at most one op, all the tensors
+    checked by one :func:`fold_checks`), for :func:`with_checks` or
+    :func:`guard_finite`.
     """
-    checks = []
+    checks: list[Check] = []
     for name, t in tensors.items():
         if t is None or not getattr(getattr(t, "dtype", None), "is_floating", False):
             continue
@@ -207,9 +248,9 @@ def finite_checks(tensors: dict[str, Any], message: str) -> list:
             if bad:
                 raise ValueError(f"{message} `{name}` holds {bad} NaN or infinite value(s).")
             continue
-        checks.append(_assert(tf.reduce_all(tf.math.is_finite(t)),
-                              f"{message} NaN or inf found in `{name}`."))
-    return checks
+        checks.append((tf.reduce_all(tf.math.is_finite(t)),
+                       f"{message} NaN or inf found in `{name}`.", None))
+    return fold_checks(checks)
 
 
 def with_checks(x: Any, checks: list) -> Any:
@@ -233,7 +274,8 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
 
     @tf.custom_gradient
     def guard(x: Any) -> Any:
-        check = [_assert(tf.reduce_all(tf.math.is_finite(x)), message, x), *checks]
+        check = [*fold_checks([(tf.reduce_all(tf.math.is_finite(x)), message, lambda: [x])]),
+                 *checks]
         out = _with_checks(x, check)
 
         def grad(dy: Any) -> Any:
@@ -244,5 +286,5 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
     return guard(value)
 
 
-__all__ = ["DIVERGED", "MAX_LOGIT", "DivergedError", "finite_checks", "guard_finite",
-           "is_divergence", "probability_to_logit", "to_logits", "with_checks"]
+__all__ = ["DIVERGED", "MAX_LOGIT", "Check", "DivergedError", "finite_checks", "fold_checks",
+           "guard_finite", "is_divergence", "probability_to_logit", "to_logits", "with_checks"]

@@ -14,6 +14,7 @@ the same words), as the output checks of :mod:`adpue_tf._internal.guards`.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -21,7 +22,7 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._internal.guards import _assert, _with_checks, to_logits
+from adpue_tf._internal.guards import Check, _with_checks, fold_checks, to_logits
 
 
 def num_replicas() -> int:
@@ -44,26 +45,27 @@ def _check_eager(y_true: Any) -> None:
         labels.check_packed("y_true", y_true.numpy())
 
 
-def _graph_asserts(y: Any) -> list:
-    """Value checks that run inside a traced function."""
+def _graph_asserts(y: Any, extra: Sequence[Check] = ()) -> list:
+    """Value checks that run inside a traced function: one assertion (a list of one op).
+
+    The label checks and the checks ``extra`` are folded into one graph
+    assertion (:func:`~adpue_tf._internal.guards.fold_checks`); its error is
+    that of the first failing check, the label checks first.
+    """
     w, e, src = y[:, labels.W], y[:, labels.E], y[:, labels.SOURCE]
     binary = ops.all((w * (1.0 - w) == 0.0) & (e * (1.0 - e) == 0.0))
     known = ops.all((src == ops.round(src)) & (src >= 0.0) & (src <= 4.0))
-    checks = [
-        tf.debugging.assert_equal(
-            binary, True, message="y_true: columns w and e must hold only 0 and 1"
-        ),
-        tf.debugging.assert_equal(
-            known, True, message="y_true: unknown source code in column 2"
-        ),
+    checks: list[Check] = [
+        (binary, "y_true: columns w and e must hold only 0 and 1", None),
+        (known, "y_true: unknown source code in column 2", None),
     ]
     if y.shape[-1] == 4:
         d = y[:, labels.DAGGER]
         inside = ops.all(ops.isfinite(d) & (d >= 0.0) & (d <= 1.0))
-        checks.append(_assert(inside, "y_true: column 3 (dagger, f†) must lie in [0, 1] "
-                                      "and be finite; min and max:",
-                              tf.reduce_min(d), tf.reduce_max(d)))
-    return checks
+        checks.append((inside, "y_true: column 3 (dagger, f†) must lie in [0, 1] "
+                               "and be finite; min and max:",
+                       lambda: [tf.reduce_min(d), tf.reduce_max(d)]))
+    return fold_checks([*checks, *extra])
 
 
 #: Keras retraces a step with a relaxed shape once it has seen labels of 3 and of 4 columns.
@@ -90,10 +92,17 @@ def check_label_dtype(y: Any, name: str = "y_true") -> None:
 _CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def _validated(y_true: Any) -> Any:
-    """``y_true`` as float32, its shape and values checked (graph: after the asserts)."""
+def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None) -> Any:
+    """``y_true`` as float32, its shape and values checked (graph: after the asserts).
+
+    In graph mode ``extra(y)`` (of the float32 labels) gives more checks, folded
+    into the same assertion as the label checks (and checked even when the labels
+    were validated before).
+    """
     seen = _CHECKED.get(id(y_true))
     if seen is not None and seen is y_true:
+        if extra is not None and not tf.executing_eagerly():
+            return _with_checks(y_true, fold_checks(extra(y_true)))
         return y_true
     y = ops.convert_to_tensor(y_true)
     check_label_dtype(y)
@@ -108,7 +117,7 @@ def _validated(y_true: Any) -> Any:
     y = ops.cast(y, "float32")
     _check_eager(y)
     if not tf.executing_eagerly():
-        y = _with_checks(y, _graph_asserts(y))
+        y = _with_checks(y, _graph_asserts(y, extra(y) if extra is not None else ()))
     return y
 
 
@@ -128,14 +137,15 @@ def _weights(sample_weight: Any, z: Any) -> Any:
             "weight per row.")
     if not tf.executing_eagerly():
         count, batch = tf.size(weight), tf.size(z)
-        weight = _with_checks(weight, [
-            _assert(ops.logical_or(ops.equal(count, 1), ops.equal(count, batch)),
-                    "`sample_weight` must hold one weight per row; values and rows:",
-                    count, batch),
-            _assert(ops.all(ops.isfinite(weight) & (weight >= 0.0)),
-                    "`sample_weight` must be finite and non-negative; min:",
-                    tf.reduce_min(weight)),
-        ])
+        checked = weight
+        weight = _with_checks(weight, fold_checks([
+            (ops.logical_or(ops.equal(count, 1), ops.equal(count, batch)),
+             "`sample_weight` must hold one weight per row; values and rows:",
+             lambda: [count, batch]),
+            (ops.all(ops.isfinite(checked) & (checked >= 0.0)),
+             "`sample_weight` must be finite and non-negative; min:",
+             lambda: [tf.reduce_min(checked)]),
+        ]))
     return ops.broadcast_to(weight, ops.shape(z))
 
 
@@ -172,19 +182,23 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
              + f" and needs rows of {needed} in every batch")
     hint = ("Build the batches with the data builder of the loss's setting "
             "(adpue_tf.data.*_dataset), or choose the loss that matches your data.")
+    if not tf.executing_eagerly():
+        def sources(labels_: Any) -> list[Check]:
+            # One assertion with the label checks (_validated): these come first.
+            counts = source_counts(labels_)
+            ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
+            for g in needs:
+                ok = ops.logical_and(ok, ops.sum(ops.take(counts, [int(s) for s in g])) > 0.0)
+            return [(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):",
+                     lambda: [counts])]
+
+        return _remember(_validated(y, extra=sources))
     t = _validated(y)
-    counts = source_counts(t)
-    if tf.executing_eagerly() and hasattr(counts, "numpy"):
-        c = counts.numpy()
-        found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
-        if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0 for g in needs):
-            raise ValueError(f"{about}; the batch holds rows of {found or 'no source'}. {hint}")
-        return _remember(t)
-    ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
-    for g in needs:
-        ok = ops.logical_and(ok, ops.sum(ops.take(counts, [int(s) for s in g])) > 0.0)
-    return _remember(_with_checks(
-        t, [_assert(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):", counts)]))
+    c = source_counts(t).numpy()
+    found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
+    if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0 for g in needs):
+        raise ValueError(f"{about}; the batch holds rows of {found or 'no source'}. {hint}")
+    return _remember(t)
 
 
 def _remember(t: Any) -> Any:
