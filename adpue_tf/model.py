@@ -28,12 +28,18 @@ from keras import ops
 
 from adpue_tf._internal.checks import check_initial_guess, check_int
 from adpue_tf._internal.convention import check_output_convention
-from adpue_tf._internal.guards import finite_checks, guard_finite, to_logits, with_checks
+from adpue_tf._internal.guards import (
+    finite_specs,
+    fold_checks,
+    guard_finite,
+    to_logits,
+    with_checks,
+)
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskTracker
 from adpue_tf.risks import _rows
-from adpue_tf.risks._batch import num_replicas
+from adpue_tf.risks._batch import check_sources, num_replicas
 
 __all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 
@@ -350,17 +356,27 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             features = {f"x[{k!r}]": t for k, t in x.items() if not isinstance(t, (dict, list))}
         else:
             features = {f"x[{i}]": t for i, t in enumerate(tf.nest.flatten(x))}
-        checks = finite_checks({**features, "the output of `net`": y_pred}, stop)
+        finite = finite_specs({**features, "the output of `net`": y_pred}, stop)
+        # A loss whose terms check the labels (check_sources) takes these checks
+        # into the same graph assertion, before the label checks: every output
+        # of the loss waits for it through the checked labels.
+        fused = (bool(finite) and type(loss).terms is DebiasedLoss.terms and bool(loss.reads)
+                 and not tf.executing_eagerly())
+        checks = [] if fused else fold_checks(finite)
         y_pred = with_checks(y_pred, checks)
         y = ops.cast(ops.convert_to_tensor(y), "float32")
         if loss.uses_dagger and y.shape[-1] == 3:
             y = ops.concatenate([y, self._dagger(x, y, y_pred)], axis=1)
+        if fused:
+            y = check_sources(y, loss=type(loss).__name__, reads=loss.reads, needs=loss.needs,
+                              ignores=loss.ignores, first=finite)
         terms = loss.terms(y, y_pred, sample_weight)
         self.risk_tracker.update_state(terms)
         total = terms.loss
         if not self.losses and type(loss).terms is DebiasedLoss.terms:
             # DebiasedLoss.terms guards its loss already, and the loss reads the
-            # checked y_pred: every gradient waits for `checks` through it.
+            # checked y_pred (or, fused, the labels checked with the features and
+            # output): every gradient waits for these checks through it.
             return total
         if self.losses:
             extra = ops.sum([ops.cast(v, "float32") for v in self.losses])

@@ -231,13 +231,11 @@ def to_logits(y_pred: Any, from_logits: bool, name: str = "`y_pred`") -> Any:
     return probability_to_logit(_check_probabilities(z, name))
 
 
-def finite_checks(tensors: dict[str, Any], message: str) -> list:
-    """Check that the floating tensors of ``tensors`` hold no NaN or inf.
+def finite_specs(tensors: dict[str, Any], message: str) -> list[Check]:
+    """The checks of :func:`finite_checks`, unfolded (for :func:`fold_checks` with others).
 
-    Eager: raises a ``ValueError`` (``message``, then the offending names).
-    Graph: returns the assertion (a list of at most one op, all the tensors
-    checked by one :func:`fold_checks`), for :func:`with_checks` or
-    :func:`guard_finite`.
+    Eager: raises a ``ValueError`` (``message``, then the offending names) and
+    returns no check.
     """
     checks: list[Check] = []
     for name, t in tensors.items():
@@ -250,7 +248,18 @@ def finite_checks(tensors: dict[str, Any], message: str) -> list:
             continue
         checks.append((tf.reduce_all(tf.math.is_finite(t)),
                        f"{message} NaN or inf found in `{name}`.", None))
-    return fold_checks(checks)
+    return checks
+
+
+def finite_checks(tensors: dict[str, Any], message: str) -> list:
+    """Check that the floating tensors of ``tensors`` hold no NaN or inf.
+
+    Eager: raises a ``ValueError`` (``message``, then the offending names).
+    Graph: returns the assertion (a list of at most one op, all the tensors
+    checked by one :func:`fold_checks`), for :func:`with_checks` or
+    :func:`guard_finite`.
+    """
+    return fold_checks(finite_specs(tensors, message))
 
 
 def with_checks(x: Any, checks: list) -> Any:
@@ -286,5 +295,6 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
     return guard(value)
 
 
-__all__ = ["DIVERGED", "MAX_LOGIT", "Check", "DivergedError", "finite_checks", "fold_checks",
+__all__ = ["DIVERGED", "MAX_LOGIT", "Check", "DivergedError", "finite_checks", "finite_specs",
+           "fold_checks",
            "guard_finite", "is_divergence", "probability_to_logit", "to_logits", "with_checks"]

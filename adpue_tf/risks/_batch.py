@@ -45,12 +45,12 @@ def _check_eager(y_true: Any) -> None:
         labels.check_packed("y_true", y_true.numpy())
 
 
-def _graph_asserts(y: Any, extra: Sequence[Check] = ()) -> list:
+def _graph_asserts(y: Any, extra: Sequence[Check] = (), first: Sequence[Check] = ()) -> list:
     """Value checks that run inside a traced function: one assertion (a list of one op).
 
-    The label checks and the checks ``extra`` are folded into one graph
-    assertion (:func:`~adpue_tf._internal.guards.fold_checks`); its error is
-    that of the first failing check, the label checks first.
+    The checks ``first``, the label checks and the checks ``extra`` are folded
+    into one graph assertion (:func:`~adpue_tf._internal.guards.fold_checks`);
+    its error is that of the first failing check, in this order.
     """
     w, e, src = y[:, labels.W], y[:, labels.E], y[:, labels.SOURCE]
     binary = ops.all((w * (1.0 - w) == 0.0) & (e * (1.0 - e) == 0.0))
@@ -65,7 +65,7 @@ def _graph_asserts(y: Any, extra: Sequence[Check] = ()) -> list:
         checks.append((inside, "y_true: column 3 (dagger, f†) must lie in [0, 1] "
                                "and be finite; min and max:",
                        lambda: [tf.reduce_min(d), tf.reduce_max(d)]))
-    return fold_checks([*checks, *extra])
+    return fold_checks([*first, *checks, *extra])
 
 
 #: Keras retraces a step with a relaxed shape once it has seen labels of 3 and of 4 columns.
@@ -92,17 +92,19 @@ def check_label_dtype(y: Any, name: str = "y_true") -> None:
 _CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None) -> Any:
+def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None,
+               first: Sequence[Check] = ()) -> Any:
     """``y_true`` as float32, its shape and values checked (graph: after the asserts).
 
-    In graph mode ``extra(y)`` (of the float32 labels) gives more checks, folded
-    into the same assertion as the label checks (and checked even when the labels
-    were validated before).
+    In graph mode the checks ``first`` and ``extra(y)`` (of the float32 labels)
+    are folded into the same assertion as the label checks, before and after
+    them (and checked even when the labels were validated before).
     """
     seen = _CHECKED.get(id(y_true))
     if seen is not None and seen is y_true:
-        if extra is not None and not tf.executing_eagerly():
-            return _with_checks(y_true, fold_checks(extra(y_true)))
+        if (extra is not None or first) and not tf.executing_eagerly():
+            more = extra(y_true) if extra is not None else []
+            return _with_checks(y_true, fold_checks([*first, *more]))
         return y_true
     y = ops.convert_to_tensor(y_true)
     check_label_dtype(y)
@@ -117,7 +119,7 @@ def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None) -
     y = ops.cast(y, "float32")
     _check_eager(y)
     if not tf.executing_eagerly():
-        y = _with_checks(y, _graph_asserts(y, extra(y) if extra is not None else ()))
+        y = _with_checks(y, _graph_asserts(y, extra(y) if extra is not None else (), first))
     return y
 
 
@@ -160,7 +162,7 @@ def _names(sources: Any) -> str:
 
 
 def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
-                  ignores: tuple = ()) -> Any:
+                  ignores: tuple = (), first: Sequence[Check] = ()) -> Any:
     """Refuse a batch with rows of a source ``loss`` does not read, or missing a needed one.
 
     The decision uses the global counts of a distribution strategy (a
@@ -173,6 +175,9 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
         reads: the sources whose rows the risk reads.
         needs: groups of sources; each group must have at least one row.
         ignores: sources whose rows are allowed and left out of the risk.
+        first: graph mode: the caller's checks (say, finite features), folded
+            into the same assertion, before the label checks. Checking the
+            returned labels again with the same sources is then free.
     """
     allowed = {int(s) for s in (*reads, *ignores)}
     foreign = [int(s) for s in labels.Source if int(s) not in allowed]
@@ -183,8 +188,12 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
     hint = ("Build the batches with the data builder of the loss's setting "
             "(adpue_tf.data.*_dataset), or choose the loss that matches your data.")
     if not tf.executing_eagerly():
+        key = ("sources", id(y), loss, tuple(reads), tuple(needs), tuple(ignores))
+        if not first and _CHECKED.get(key) is y:
+            return y  # these labels, already checked for these sources
+
         def sources(labels_: Any) -> list[Check]:
-            # One assertion with the label checks (_validated): these come first.
+            # In the assertion of the label checks (_validated), after them.
             counts = source_counts(labels_)
             ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
             for g in needs:
@@ -192,7 +201,12 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
             return [(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):",
                      lambda: [counts])]
 
-        return _remember(_validated(y, extra=sources))
+        t = _remember(_validated(y, extra=sources, first=first))
+        try:
+            _CHECKED[("sources", id(t)) + key[2:]] = t
+        except TypeError:  # an object that takes no weak reference is simply checked again
+            pass
+        return t
     t = _validated(y)
     c = source_counts(t).numpy()
     found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
