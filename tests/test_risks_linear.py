@@ -137,7 +137,7 @@ def test_bad_options_and_labels_are_refused():
     with pytest.raises(ValueError, match="only 0 and 1"):
         form.coefficients(bad, sw)
     with pytest.raises(tf.errors.InvalidArgumentError, match="only 0 and 1"):
-        tf.function(lambda a, b: form.coefficients(a, b).a)(tf.constant(bad), tf.constant(sw))
+        tf.function(lambda a, b: form.coefficients(a, b).a[0])(tf.constant(bad), tf.constant(sw))
     with pytest.raises(ValueError, match="sample_weight"):
         form.coefficients(y, -sw)
     with pytest.raises(ValueError, match="models, rows"):
@@ -158,4 +158,13 @@ def test_a_step_on_exploded_logits_stops_with_the_divergence_error():
 
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         grad(tf.constant(z))
-    assert losses.is_divergence(info.value)
+    assert losses.is_divergence(info.value) and "min " in str(info.value)
+
+
+def test_exploded_logits_are_refused_in_eager_mode_too():
+    y, sw, z = _data("pue", True)
+    form = risks.linear_form(risks.adpue)
+    z[0, 0] = 2e4  # beyond the clip of ±1e4
+    with pytest.raises(ValueError) as info:
+        form.loss(form.coefficients(y, sw), z)
+    assert losses.is_divergence(info.value) and "max 2e+04" in str(info.value)

@@ -44,10 +44,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
+import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf._internal.guards import to_logits
+from adpue_tf._internal.guards import DIVERGED, MAX_LOGIT, DivergedError, _with_checks
 from adpue_tf.risks import baselines, debiasing
 from adpue_tf.risks._batch import _validated, _weights, replica_sum
 from adpue_tf.risks.parts import Form
@@ -62,8 +63,62 @@ class _NotLinear(Exception):
     """The parts read something other than ``ℓ1``, ``ℓ0`` and fixed labels."""
 
 
+@tf.custom_gradient
+def _both_losses(z: Any) -> Any:
+    """``(softplus(-z), softplus(z))`` from one ``softplus(-|z|)``; gradient from one ``σ(z)``.
+
+    Half the transcendental work of two softplus calls and their gradients, at the
+    same precision (``softplus(±z) = softplus(-|z|) + max(±z, 0)``).
+    """
+    small = tf.math.softplus(-tf.abs(z))
+    l1, l0 = small + tf.nn.relu(-z), small + tf.nn.relu(z)
+
+    def grad(g1: Any, g0: Any) -> Any:
+        s = tf.sigmoid(z)
+        return g1 * (s - 1.0) + g0 * s
+
+    return (l1, l0), grad
+
+
+_EXPLODED = (f"the logits {DIVERGED} (beyond ±{MAX_LOGIT:g}), so training stops before the "
+             "weights are updated. Look for NaN, inf or huge values in the features, or a "
+             "diverging model;")
+
+
+def _checked_logits(z: Any) -> Any:
+    """``z`` as float32, after one check that every value is finite and within ``±MAX_LOGIT``.
+
+    Graph mode: one reduction and a conditional whose failing branch alone
+    computes the minimum and maximum for the message.
+    """
+    z = tf.cast(z, tf.float32)
+    ok = tf.reduce_all(tf.abs(z) <= MAX_LOGIT)  # False for NaN too
+    if tf.executing_eagerly():
+        if not bool(ok):
+            raise DivergedError(f"{_EXPLODED} min {float(tf.reduce_min(z)):.4g}, "
+                                f"max {float(tf.reduce_max(z)):.4g}.")
+        return z
+
+    def fail() -> Any:  # string data only: no nested conditional
+        low, high = (tf.strings.as_string(f(z), precision=4, scientific=True)
+                     for f in (tf.reduce_min, tf.reduce_max))
+        return tf.debugging.Assert(False, [tf.strings.join([_EXPLODED, " min ", low, ", max ",
+                                                            high, "."])])
+
+    return _with_checks(z, [tf.cond(ok, tf.no_op, fail)])
+
+
+def _plus(x: Any, y: Any) -> Any:
+    """``x + y`` where ``None`` is a zero known at trace time (no op for it)."""
+    return y if x is None else x if y is None else x + y
+
+
+def _times(x: Any, k: Any) -> Any:
+    return None if x is None else x * k
+
+
 class _Rows:
-    """A per-row expression ``a·ℓ1 + b·ℓ0 + c`` (``a``, ``b``, ``c``: ``(models, rows)``)."""
+    """A per-row expression ``a·ℓ1 + b·ℓ0 + c`` (``(models, rows)`` each; ``None``: zero)."""
 
     __slots__ = ("a", "b", "c")
     __array_priority__ = 1000  # NumPy defers to the reflected operators below
@@ -74,7 +129,7 @@ class _Rows:
     def _scaled(self, k: Any) -> _Rows:
         if isinstance(k, (_Rows, _Sum)):
             raise _NotLinear  # a product of two losses
-        return _Rows(self.a * k, self.b * k, self.c * k)
+        return _Rows(_times(self.a, k), _times(self.b, k), _times(self.c, k))
 
     def __mul__(self, k: Any) -> _Rows:
         return self._scaled(k)
@@ -89,10 +144,10 @@ class _Rows:
 
     def __add__(self, other: Any) -> _Rows:
         if isinstance(other, _Rows):
-            return _Rows(self.a + other.a, self.b + other.b, self.c + other.c)
+            return _Rows(_plus(self.a, other.a), _plus(self.b, other.b), _plus(self.c, other.c))
         if isinstance(other, _Sum):
             raise _NotLinear
-        return _Rows(self.a, self.b, self.c + other)
+        return _Rows(self.a, self.b, _plus(self.c, other))
 
     __radd__ = __add__
 
@@ -115,7 +170,7 @@ class _Sum:
     def _scaled(self, k: Any) -> _Sum:
         if not isinstance(k, (int, float)):
             raise _NotLinear  # only constant factors keep the form
-        return _Sum(self.a * k, self.b * k, self.c * k)
+        return _Sum(_times(self.a, k), _times(self.b, k), _times(self.c, k))
 
     def __mul__(self, k: Any) -> _Sum:
         return self._scaled(k)
@@ -127,9 +182,9 @@ class _Sum:
 
     def __add__(self, other: Any) -> _Sum:
         if isinstance(other, _Sum):
-            return _Sum(self.a + other.a, self.b + other.b, self.c + other.c)
+            return _Sum(_plus(self.a, other.a), _plus(self.b, other.b), _plus(self.c, other.c))
         if isinstance(other, (int, float)):
-            return _Sum(self.a, self.b, self.c + other)
+            return _Sum(self.a, self.b, _plus(self.c, float(other)) if other else self.c)
         raise _NotLinear
 
     __radd__ = __add__
@@ -152,8 +207,8 @@ class _Probe:
         self._y = y
         self.w, self.e, self.source = y[..., labels.W], y[..., labels.E], y[..., labels.SOURCE]
         self.weight = weight
-        zero, one = ops.zeros_like(self.w), ops.ones_like(self.w)
-        self.l1, self.l0 = _Rows(one, zero, zero), _Rows(zero, one, zero)
+        one = ops.ones_like(self.w)
+        self.l1, self.l0 = _Rows(one, None, None), _Rows(None, one, None)
 
     @property
     def z(self) -> Any:
@@ -180,19 +235,20 @@ class _Probe:
         count = replica_sum(ops.sum(ops.stop_gradient(mask), axis=-1, keepdims=True))
         share = ops.divide_no_nan(mask, count)
         if isinstance(values, _Rows):
-            return _Sum(values.a * share, values.b * share, ops.sum(values.c * share, axis=-1))
+            c = None if values.c is None else ops.sum(values.c * share, axis=-1)
+            return _Sum(_times(values.a, share), _times(values.b, share), c)
         if isinstance(values, _Sum):
             raise _NotLinear
-        zero = ops.zeros_like(share)
-        return _Sum(zero, zero, ops.sum(values * share, axis=-1))
+        return _Sum(None, None, ops.sum(values * share, axis=-1))
 
 
 class Coefficients(NamedTuple):
     """The parts of a risk for every model: ``q_k = Σ_n a[k]·ℓ1 + b[k]·ℓ0 + c[k]``.
 
     Attributes:
-        a, b: float32 ``(parts, models, rows)``.
-        c: float32 ``(parts, models)``.
+        a, b: one float32 ``(models, rows)`` tensor per part, or ``None`` where
+            the part has no term on that loss (no work at each step).
+        c: one float32 ``(models,)`` tensor per part, or ``None`` (no constant).
     """
 
     a: Any
@@ -241,20 +297,34 @@ class LinearForm:
             return None
         if not all(isinstance(q, _Sum) for q in parts):
             return None
-        return Coefficients(ops.stack([q.a for q in parts]), ops.stack([q.b for q in parts]),
-                            ops.stack([q.c for q in parts]))
+        return Coefficients(tuple(q.a for q in parts), tuple(q.b for q in parts),
+                            tuple(q.c for q in parts))
 
     def loss(self, coefficients: Coefficients, z: Any) -> Any:
         """Each model's loss (the risk's ``loss`` term), float32 ``(models,)``.
 
-        ``z``: logits ``(models, rows)``, clipped and guarded as the risk does
-        (a step on NaN, infinite or exploded logits stops with the divergence error).
+        ``z``: logits ``(models, rows)``. Logits that are NaN, infinite or
+        beyond ``±1e4`` (the risks' clip) stop the computation with the
+        divergence error (:func:`adpue_tf.losses.is_divergence`), so no step is
+        taken on them: one check per call, on the values, where the risk
+        functions clip and check the gradient.
         """
-        shape = ops.shape(z)
-        z = ops.reshape(to_logits(ops.reshape(z, (-1,)), True), shape)
+        z = _checked_logits(z)
         a, b, c = coefficients
-        q = ops.sum(a * ops.softplus(-z) + b * ops.softplus(z), axis=-1) + c
-        return self.form.combine(tuple(q[k] for k in range(q.shape[0]))).loss
+        if any(v is not None for v in a) and any(v is not None for v in b):
+            l1, l0 = _both_losses(z)
+        else:
+            l1 = ops.softplus(-z) if any(v is not None for v in a) else None
+            l0 = ops.softplus(z) if any(v is not None for v in b) else None
+        q = []
+        for a_k, b_k, c_k in zip(a, b, c):
+            terms = [ops.sum(a_k * l1, axis=-1) if a_k is not None else None,
+                     ops.sum(b_k * l0, axis=-1) if b_k is not None else None, c_k]
+            value = None
+            for t in terms:
+                value = _plus(value, t)
+            q.append(ops.zeros_like(z[:, 0]) if value is None else value)
+        return self.form.combine(tuple(q)).loss
 
 
 def linear_form(risk: Callable[..., Any], **options: Any) -> LinearForm | None:

@@ -10,8 +10,11 @@ from adpue_tf.experiments import linear_fit, linear_recipe
 from adpue_tf.labels import pack_e, pack_pu
 
 #: Max abs difference of weights and biases between the paths after 200 Adam
-#: steps (float32; the sparse product sums in another order).
-TOL = 1e-4
+#: steps (float32; the sparse product sums in another order, and near the optimum
+#: Adam's normalised step g/√v turns rounding in a small gradient into a step of up
+#: to the learning rate: measured 1.2e-4 on the L2-penalised Logit model, 0 to 7e-5
+#: on the others; a wrong product differs by more than 0.1).
+TOL = 3e-4
 
 
 def _sparse_problem(trials=3, rows=80, features=25, density=0.1, seed=0):
