@@ -51,6 +51,13 @@ CASES = [
     (risks.nnpu, "nnpu", "pu", False, {"prior": 0.6, "gamma": 1.0}),
     (risks.pnu, "pnu", "sse", False, {"prior": 0.4, "eta": 0.5}),
     (risks.pnu, "pnu", "sse", False, {"prior": 0.4, "eta": -0.5}),
+    # the sigmoid surrogate (bases σ(∓z)) and f† = σ(z) without gradient (3 columns)
+    (risks.upu, "upu", "pu", False, {"prior": 0.4, "surrogate": "sigmoid"}),
+    (risks.nnpu, "nnpu", "pu", False, {"prior": 0.6, "gamma": 1.0, "surrogate": "sigmoid"}),
+    (risks.adpue, "nnpue", "pue", False, {"gamma": 1.0}),
+    (risks.adss, "adss", "sse", False, {}),
+    (risks.ad3se, "ad3se", "3se", False, {"alpha": 0.5, "gamma": 1.0}),
+    (risks.adpe, "nnpe", "pe", False, {"prior": 0.4}),
 ]
 
 
@@ -110,14 +117,16 @@ def test_ips_value_equals_the_reference():
 
 
 @pytest.mark.parametrize("risk,opts,kind,dagger", [
-    (risks.upu, {"prior": 0.4, "surrogate": "sigmoid"}, "pu", False),   # reads z itself
-    (risks.nnpu, {"prior": 0.4, "surrogate": "sigmoid"}, "pu", False),
-    (risks.adpue, {}, "pue", False),                                    # f† = σ(z)
-    (risks.adss, {}, "sse", False),
+    (risks.adpue, {"dagger_gradient": True}, "pue", False),   # f† = σ(z) with its gradient
+    (risks.adss, {"dagger_gradient": True}, "sse", False),
+    (risks.ips, {}, "pue", False),                             # no θ̂ column
 ])
 def test_parts_that_are_not_linear_give_none(risk, opts, kind, dagger):
     y, sw, _ = _data(kind, dagger)
     assert risks.linear_form(risk, **opts).coefficients(y, sw) is None
+    if dagger is False and "dagger_gradient" in opts:  # with f† given, they are linear
+        y4, sw4, _ = _data(kind, True)
+        assert risks.linear_form(risk, **opts).coefficients(y4, sw4) is not None
 
 
 def test_risks_without_parts_have_no_form():
@@ -137,7 +146,7 @@ def test_bad_options_and_labels_are_refused():
     with pytest.raises(ValueError, match="only 0 and 1"):
         form.coefficients(bad, sw)
     with pytest.raises(tf.errors.InvalidArgumentError, match="only 0 and 1"):
-        tf.function(lambda a, b: form.coefficients(a, b).a[0])(tf.constant(bad), tf.constant(sw))
+        tf.function(lambda a, b: form.coefficients(a, b).terms[0]["l1"])(tf.constant(bad), tf.constant(sw))
     with pytest.raises(ValueError, match="sample_weight"):
         form.coefficients(y, -sw)
     with pytest.raises(ValueError, match="models, rows"):
@@ -168,3 +177,31 @@ def test_exploded_logits_are_refused_in_eager_mode_too():
     with pytest.raises(ValueError) as info:
         form.loss(form.coefficients(y, sw), z)
     assert losses.is_divergence(info.value) and "max 2e+04" in str(info.value)
+
+
+@pytest.mark.parametrize("case", [0, 8, 11, 16], ids=lambda i: CASES[i][1])
+def test_the_xla_fused_loss_equals_the_plain_one(case):
+    """``jit_compile=True``: value and gradient from one XLA program, as without it."""
+    risk, _, kind, dagger, opts = CASES[case]
+    y, sw, z = _data(kind, dagger, seed=5)
+    form = risks.linear_form(risk, **opts)
+    weights = tf.constant([0.5, 1.0, 2.0])  # an upstream gradient per model
+
+    @tf.function
+    def run(z_, jit):
+        coef = form.coefficients(y, sw)
+        with tf.GradientTape() as tape:
+            tape.watch(z_)
+            value = form.loss(coef, z_, jit_compile=jit)
+            total = tf.reduce_sum(weights * value)
+        return value, tape.gradient(total, z_)
+
+    plain = [t.numpy() for t in run(tf.constant(z), False)]
+    fused = [t.numpy() for t in run(tf.constant(z), True)]
+    np.testing.assert_allclose(fused[0], plain[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fused[1], plain[1], rtol=1e-4, atol=1e-7)
+    assert np.abs(plain[1]).max() > 1e-3  # a gradient that moves
+    z[2, 0] = np.inf
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        run(tf.constant(z), True)
+    assert losses.is_divergence(info.value)

@@ -197,7 +197,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
                 for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
                     z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi], (trials * (hi - lo), rows))
                     if form is not None and coef is not None:  # labels read once, before the loop
-                        total += tf.reduce_sum(form.loss(coef, z_g))
+                        total += tf.reduce_sum(form.loss(coef, z_g, jit_compile=True))
                         continue
                     total += tf.reduce_sum(tf.vectorized_map(objective(risk, dict(opts)),
                                                              (y_g, z_g, sw_g)))

@@ -262,6 +262,16 @@ class Batch(NamedTuple):
         return ops.softplus(self.z)
 
     @property
+    def s1(self) -> Any:
+        """Sigmoid loss for "positive": ``σ(-z)`` (the sigmoid surrogate of uPU/nnPU)."""
+        return ops.sigmoid(-self.z)
+
+    @property
+    def s0(self) -> Any:
+        """Sigmoid loss for "negative": ``σ(z)``."""
+        return ops.sigmoid(self.z)
+
+    @property
     def a(self) -> Any:
         """``f†(x)·(1 - E)``, the weight of the proxy's correction."""
         return self.dagger * (1.0 - self.e)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from keras import ops
-
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import Batch
 from adpue_tf.risks.correction import RiskTerms
@@ -73,7 +71,7 @@ def _pu_parts(b: Batch, prior: float, surrogate: str) -> tuple[Any, Any]:
     ``"sigmoid"``: ``ℓ1 = σ(-z)``, ``ℓ0 = σ(z)``.
     """
     if surrogate == "sigmoid":
-        l1, l0 = ops.sigmoid(-b.z), ops.sigmoid(b.z)
+        l1, l0 = b.s1, b.s0
     else:
         l1, l0 = b.l1, b.l0
     pu = b.is_source(Source.PU)
