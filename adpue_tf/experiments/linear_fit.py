@@ -131,7 +131,7 @@ RiskSpec = tuple[Callable[..., risks_lib.RiskTerms], tuple]
 #: With ``sparse=None``, :func:`fit_linear_models` multiplies the features as a
 #: sparse matrix when at most this share of them is non-zero (the measurement
 #: behind it: :func:`fit_linear_models`, argument ``sparse``).
-SPARSE_DENSITY = 0.2
+SPARSE_DENSITY = 0.1
 
 
 def _use_sparse(x: np.ndarray, sparse: bool | None) -> bool:
@@ -154,9 +154,13 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
     features: dense, ``train(x, y, sw, n)``; sparse, ``train(indices, values,
     y, sw, n)`` with the non-zero features of every trial as one block-diagonal
     sparse matrix ``(trials·rows, trials·features)`` (entry ``(t·rows + n,
-    t·features + d)``; any number of them). (Not XLA-compiled: it would fuse
-    the risks' element-wise work, but on 2 CPU cores its compilation took about
-    35 s per shape, longer than the fits it would speed up. Traced without
+    t·features + d)``; any number of them). Groups of models whose risk has a
+    linear form (:func:`adpue_tf.risks.linear_form`) read their labels once;
+    their loss and its gradient with respect to the logits are one XLA
+    program, and on the dense path, when every group has one, so is the whole
+    gradient (the product included), Adam's update and the check of the logits
+    staying outside. (The whole loop is not XLA-compiled: sparse products do
+    not compile, and assertions do not run under XLA. Traced without
     AutoGraph, the step loop being an explicit ``tf.while_loop``: converting
     the risks' code took about 3.5 of the 5 CPU seconds a trace of the
     recipe's fit cost, for the same graph.)
@@ -180,7 +184,8 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             return risk(y_m, z_m, from_logits=True, sample_weight=sw_m, **opts).loss
         return one_model
 
-    def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> None:
+    def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor,
+              x_dense: tf.Tensor | None = None) -> None:
         labels = []        # loop-invariant: each group's labels and row weights, per model
         for lo, hi, (risk, opts) in groups:
             m = trials * (hi - lo)
@@ -189,6 +194,18 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             form = risks_lib.linear_form(risk, **dict(opts))
             coef = None if form is None else form.coefficients(y_g, sw_g)
             labels.append((y_g, sw_g, form, coef))
+
+        if x_dense is not None and all(coef is not None for *_, coef in labels):
+            fused = _fused_step(x_dense, groups, labels, penalty, trials, rows, k)
+
+            def fused_step(i: tf.Tensor) -> tf.Tensor:
+                dw, db, ok, low, high = fused(w.value(), b.value())
+                with tf.control_dependencies([risks_lib.linear.logits_check(ok, low, high)]):
+                    optimizer.apply([tf.identity(dw), tf.identity(db)], [w, b])
+                return i + 1
+
+            tf.while_loop(lambda i: i < n, fused_step, [tf.constant(0)])
+            return
 
         def step(i: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
@@ -212,7 +229,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         @tf.function(autograph=False, input_signature=[
             tf.TensorSpec((trials, rows, dim), tf.float32), *labels_spec])
         def train(x: tf.Tensor, y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> None:
-            steps(lambda: tf.einsum("tnd,tkd->tkn", x, w), y, sw, n)   # one matmul per trial
+            steps(lambda: tf.einsum("tnd,tkd->tkn", x, w), y, sw, n, x)   # one matmul per trial
         return w, b, optimizer, train
 
     @tf.function(autograph=False, input_signature=[
@@ -229,6 +246,33 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         steps(logits, y, sw, n)
 
     return w, b, optimizer, train_sparse
+
+
+def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, trials: int,
+                rows: int, k: int) -> Callable[..., Any]:
+    """One XLA program for a dense step's gradients when every group has a linear form.
+
+    The logits (one matrix product per trial), every group's loss
+    (:meth:`~adpue_tf.risks.LinearForm.loss`), the penalty and their gradients
+    with respect to the weights and biases, with the check of the logits handed
+    out (``ok``, min, max) for :func:`~adpue_tf.risks.linear.logits_check`
+    outside the program, where an assertion runs; Adam's update stays outside.
+    """
+    coefs = tuple(coef for *_, coef in labels)
+
+    def program(w: tf.Tensor, b: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        with tf.GradientTape() as tape:
+            tape.watch([w, b])
+            z = tf.einsum("tnd,tkd->tkn", x, w) + b[..., None]
+            total = tf.reduce_sum(penalty * tf.square(w))
+            for (lo, hi, _), (*_, form, _), coef in zip(groups, labels, coefs):
+                z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi], (trials * (hi - lo), rows))
+                total += tf.reduce_sum(form.loss(coef, z_g, check=False))
+        dw, db = tape.gradient(total, [w, b])
+        ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
+        return dw, db, ok, tf.reduce_min(z), tf.reduce_max(z)
+
+    return tf.function(program, jit_compile=True, autograph=False)
 
 
 def fit_linear_models(
@@ -268,19 +312,20 @@ def fit_linear_models(
             product per trial. ``True``: one product of the weights with a
             block-diagonal ``tf.sparse.SparseTensor`` of every trial's non-zero
             features, whose cost follows their number. ``None`` (default):
-            sparse when at most :data:`SPARSE_DENSITY` (20 %) of ``x`` is
+            sparse when at most :data:`SPARSE_DENSITY` (10 %) of ``x`` is
             non-zero. Both give the same fit up to float32 rounding (the sums
             run in another order; a non-negative correction that switches on
             a rounding difference can amplify it in a rare fit: 3 of the 480
             models of the recipe on mushrooms, none of those it chose). The
-            threshold is measured (2 CPU cores, 20 trials × 1,500 rows × 16
-            models, the product and its gradient): at 5 % non-zero the sparse
-            product took 0.3-0.5× the dense one's CPU time with 112 and 300
-            features (1× with 24, where both are cheap), at 20 % 0.75-1.0×
-            with 24, 112 and 300 features, at 30 % up to 1.2×, at 50 %
-            1.6-2.3×. Table 1's w8a (3.9 % non-zero) and mushrooms (18.8 %)
-            take the sparse path, australian and german (87 %, 96 %) the
-            dense one.
+            threshold is measured with the engine as it is now (a dense step is
+            one XLA program when every risk has a linear form; 2 CPU cores,
+            Table 1's recipe on 30 trials, wall time): on mushrooms (112
+            features, 18.8 % non-zero) the dense path took 19 s against 28 s,
+            on w8a (300 features, 3.9 %) 75 s against 24 s; with a sparse cost
+            that follows the non-zeros and a dense one that does not, the two
+            cross at about 12 %. (Before the XLA step: 0.75-1.0× at 20 %, and
+            the threshold was 20 %.) Table 1's w8a takes the sparse path,
+            mushrooms, australian and german the dense one.
         **risk_options: passed to a single ``risk``.
 
     Returns:

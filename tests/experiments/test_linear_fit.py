@@ -91,3 +91,35 @@ def test_models_bad_input(kwargs, match):
     args = {"x": np.zeros((2, 3, 1)), "y": np.zeros((2, 2, 3, 3)), "risk": risks.logit, "steps": 1}
     with pytest.raises(ValueError, match=match):
         linear_fit.fit_linear_models(**{**args, **kwargs})
+
+
+def _adpue_without_form(*args, **kwargs):
+    """risks.adpue, wrapped so that it has no linear form: the risk under vectorized_map."""
+    return risks.adpue(*args, **kwargs)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense-xla", "sparse"])
+def test_the_linear_form_path_gives_the_fit_of_the_risk_itself(sparse):
+    """Every step from coefficients (dense: one XLA program) = the risk evaluated per model."""
+    x, y = _stack(trials=2, n=120)
+    x = np.where(np.abs(x) > 1.0, x, 0.0).astype(np.float32)  # some zeros, for the sparse path
+    rng = np.random.default_rng(0)
+    y4 = np.concatenate([y, rng.uniform(0.1, 0.9, (*y.shape[:2], 1)).astype(np.float32)], -1)
+    specs = [(risks.adpue, {"gamma": 1.0}), (risks.logit, {}), (risks.nnpu, {"prior": 0.4})]
+    ys = np.repeat(y4[:, None], len(specs), axis=1)
+    fast = linear_fit.fit_linear_models(x, ys, specs, steps=60, l2=0.01, sparse=sparse)
+    slow = linear_fit.fit_linear_models(
+        x, ys, [(_adpue_without_form, {"gamma": 1.0}), (risks.logit, {}),
+                (risks.nnpu, {"prior": 0.4})], steps=60, l2=0.01, sparse=sparse)
+    assert np.abs(fast.weights).max() > 0.1
+    np.testing.assert_allclose(fast.weights, slow.weights, atol=3e-4)
+    np.testing.assert_allclose(fast.bias, slow.bias, atol=3e-4)
+
+
+def test_exploded_logits_stop_the_dense_xla_fit_with_the_divergence_error():
+    from adpue_tf import losses
+    x, y = _stack(trials=2, n=60)
+    x[1, 5, 0] = 1e30   # the logits of that row leave ±1e4 at the first step that moves w
+    with pytest.raises(Exception) as info:
+        linear_fit.fit_linear(x, y, risks.logit, steps=5, sparse=False)
+    assert losses.is_divergence(info.value)

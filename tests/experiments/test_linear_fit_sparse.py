@@ -61,7 +61,7 @@ def test_sparse_path_gives_the_dense_fit():
 
 
 def test_density_chooses_the_path():
-    x, _ = _sparse_problem(density=0.1)
+    x, _ = _sparse_problem(density=0.05)
     assert linear_fit._use_sparse(x, None)
     assert not linear_fit._use_sparse(np.ones_like(x), None)
     assert not linear_fit._use_sparse(x, False) and linear_fit._use_sparse(np.ones_like(x), True)
