@@ -49,20 +49,16 @@ from typing import Any, Callable, NamedTuple
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf import labels
 from adpue_tf._internal.guards import DIVERGED, MAX_LOGIT, DivergedError, _with_checks
 from adpue_tf.risks import baselines, debiasing
-from adpue_tf.risks._batch import _validated, _weights, replica_sum
+from adpue_tf.risks._batch import _validated, _weights
+from adpue_tf.risks._symbolic import BASES, NotLinear, Probe, Sum, plus
 from adpue_tf.risks.parts import Form
 
 __all__ = ["BASES", "Coefficients", "LinearForm", "linear_form", "logits_check"]
 
 #: The risks with parts, each with its form builder (the risk's options -> Form).
 _BUILDERS: dict[Callable[..., Any], Callable[..., Form]] = {**debiasing.FORMS, **baselines.FORMS}
-
-
-class _NotLinear(Exception):
-    """The parts read something other than the functions of :data:`BASES` and fixed labels."""
 
 
 @tf.custom_gradient
@@ -131,166 +127,6 @@ def logits_check(ok: Any, low: Any, high: Any) -> Any:
     return tf.cond(ok, tf.no_op, fail)
 
 
-def _plus(x: Any, y: Any) -> Any:
-    """``x + y`` where ``None`` is a zero known at trace time (no op for it)."""
-    return y if x is None else x if y is None else x + y
-
-
-def _merge(x: dict, y: dict) -> dict:
-    return {k: _plus(x.get(k), y.get(k)) for k in {**x, **y}}
-
-
-#: The functions of the logits a part may be linear in: the logistic losses, the
-#: sigmoid losses (uPU/nnPU's sigmoid surrogate), ``f† = σ(z)`` without gradient
-#: (labels of 3 columns) alone and times each logistic loss, and ``1``.
-BASES = ("l1", "l0", "s1", "s0", "d", "dl1", "dl0", "1")
-
-
-def _product(x: str, y: str) -> str:
-    """The basis of ``x(z)·y(z)``; :class:`_NotLinear` if it is none of :data:`BASES`."""
-    if x == "1" or y == "1":
-        return y if x == "1" else x
-    pair = {x, y}
-    if pair in ({"d", "l1"}, {"d", "l0"}):
-        return "d" + (pair - {"d"}).pop()
-    raise _NotLinear  # e.g. ℓ1·ℓ0, or f† twice
-
-
-class _Rows:
-    """A per-row expression ``Σ_basis coef·basis(z)`` (coefficients ``(models, rows)``)."""
-
-    __slots__ = ("terms",)
-    __array_priority__ = 1000  # NumPy defers to the reflected operators below
-
-    def __init__(self, terms: dict) -> None:
-        self.terms = terms
-
-    def __mul__(self, k: Any) -> _Rows:
-        if isinstance(k, _Sum):
-            raise _NotLinear
-        if isinstance(k, _Rows):  # term by term, while each product is a basis
-            out: dict = {}
-            for b1, c1 in self.terms.items():
-                for b2, c2 in k.terms.items():
-                    out = _merge(out, {_product(b1, b2): c1 * c2})
-            return _Rows(out)
-        return _Rows({b: c * k for b, c in self.terms.items()})
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, k: Any) -> _Rows:
-        if isinstance(k, (_Rows, _Sum)):
-            raise _NotLinear
-        return self * (1.0 / k)
-
-    def __neg__(self) -> _Rows:
-        return self * -1.0
-
-    def __add__(self, other: Any) -> _Rows:
-        if isinstance(other, _Sum):
-            raise _NotLinear
-        return _Rows(_merge(self.terms, other.terms if isinstance(other, _Rows)
-                            else {"1": other}))
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> _Rows:
-        return self + (-other)
-
-    def __rsub__(self, other: Any) -> _Rows:
-        return (-self) + other
-
-
-class _Sum:
-    """A group mean ``Σ_basis Σ_n coef[n]·basis(z_n)`` per model (``coef``: ``(models, rows)``)."""
-
-    __slots__ = ("terms",)
-    __array_priority__ = 1000
-
-    def __init__(self, terms: dict) -> None:
-        self.terms = terms
-
-    def __mul__(self, k: Any) -> _Sum:
-        if not isinstance(k, (int, float)):
-            raise _NotLinear  # only constant factors keep the form
-        return _Sum({b: c * k for b, c in self.terms.items()})
-
-    __rmul__ = __mul__
-
-    def __neg__(self) -> _Sum:
-        return self * -1.0
-
-    def __add__(self, other: Any) -> _Sum:
-        if isinstance(other, _Sum):
-            return _Sum(_merge(self.terms, other.terms))
-        if isinstance(other, (int, float)) and other == 0:
-            return self  # sum() starts from 0
-        raise _NotLinear
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> _Sum:
-        return self + (-other)
-
-    def __rsub__(self, other: Any) -> _Sum:
-        return (-self) + other
-
-
-class _Probe:
-    """A :class:`~adpue_tf.risks._batch.Batch` of many models whose losses are symbols.
-
-    Labels and weights are ``(models, rows)``; ``l1``, ``l0``, ``s1``, ``s0``
-    and (3-column labels) ``dagger`` are :class:`_Rows`; reading ``z`` raises
-    :class:`_NotLinear`, as does ``f† = σ(z)`` with its gradient.
-    """
-
-    def __init__(self, y: Any, weight: Any, dagger_gradient: bool) -> None:
-        self._y, self._dagger_gradient = y, dagger_gradient
-        self.w, self.e, self.source = y[..., labels.W], y[..., labels.E], y[..., labels.SOURCE]
-        self.weight = weight
-        self._one = ops.ones_like(self.w)
-
-    def _basis(self, name: str) -> _Rows:
-        return _Rows({name: self._one})
-
-    l1 = property(lambda self: self._basis("l1"))
-    l0 = property(lambda self: self._basis("l0"))
-    s1 = property(lambda self: self._basis("s1"))
-    s0 = property(lambda self: self._basis("s0"))
-
-    @property
-    def z(self) -> Any:
-        raise _NotLinear
-
-    @property
-    def dagger(self) -> Any:
-        if self._y.shape[-1] == 4:
-            return ops.stop_gradient(ops.clip(self._y[..., labels.DAGGER], 0.0, 1.0))
-        if self._dagger_gradient:
-            raise _NotLinear  # f† = σ(z) with its gradient
-        return self._basis("d")
-
-    @property
-    def a(self) -> Any:
-        return self.dagger * (1.0 - self.e)
-
-    def is_source(self, *sources: labels.Source) -> Any:
-        mask = ops.zeros_like(self.w)
-        for s in sources:
-            mask = mask + ops.cast(ops.equal(self.source, float(int(s))), "float32")
-        return mask * self.weight
-
-    def mean(self, values: Any, mask: Any) -> _Sum:
-        """As ``Batch.mean``, per model: the coefficients of the group mean (0 for no rows)."""
-        count = replica_sum(ops.sum(ops.stop_gradient(mask), axis=-1, keepdims=True))
-        share = ops.divide_no_nan(mask, count)
-        if isinstance(values, _Sum):
-            raise _NotLinear
-        if not isinstance(values, _Rows):
-            values = _Rows({"1": values})
-        return _Sum({b: c * share for b, c in values.terms.items()})
-
-
 class Coefficients(NamedTuple):
     """The parts of a risk for every model: ``q_k = Σ_basis Σ_n coef[n]·basis(z_n) + c``.
 
@@ -354,13 +190,13 @@ class LinearForm:
         models, rows, cols = y.shape
         flat = _validated(ops.reshape(y, (-1, cols)))
         weight = _weights(ops.reshape(ops.convert_to_tensor(sample_weight), (-1,)), flat[:, 0])
-        probe = _Probe(ops.reshape(flat, (models, rows, cols)),
+        probe = Probe(ops.reshape(flat, (models, rows, cols)),
                        ops.reshape(weight, (models, rows)), self.dagger_gradient)
         try:
             parts = self.form.parts(probe)
-        except (_NotLinear, TypeError, ValueError):
+        except (NotLinear, TypeError, ValueError):
             return None  # e.g. IPS given no θ̂ column: the risk itself explains
-        if not all(isinstance(q, _Sum) for q in parts):
+        if not all(isinstance(q, Sum) for q in parts):
             return None
         return Coefficients(
             tuple({b: c for b, c in q.terms.items() if b != "1" and c is not None}
@@ -414,8 +250,8 @@ class LinearForm:
         for terms, constant in zip(*coefficients):
             value = None
             for b, c in terms.items():
-                value = _plus(value, ops.sum(c * bases[b], axis=-1))
-            value = _plus(value, constant)
+                value = plus(value, ops.sum(c * bases[b], axis=-1))
+            value = plus(value, constant)
             q.append(ops.zeros_like(z[:, 0]) if value is None else value)
         return self.form.combine(tuple(q)).loss
 
