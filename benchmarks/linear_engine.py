@@ -27,7 +27,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 
 from adpue_tf import risks
-from adpue_tf.experiments import datasets, linear_fit, simulate, table1
+from adpue_tf.experiments import datasets, linear_fit, simulate
+from adpue_tf.labels import pack_e, pack_pu
 
 
 def _risk_per_model(*args, **kwargs):  # no linear form: the engine's former path
@@ -38,9 +39,11 @@ def _problem(trials: int, models: int, seed: int = 0) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     try:
         ds = datasets.load("w8a", n_rows=datasets.paper_rows("w8a"), seed=seed)
-        st = table1._stack(simulate.simulate_pue, ds.x, ds.y,
-                           table1.LinearBenchConfig(trials=trials), 0.3)
-        x, y, source = st.x, st.y, "w8a (paper's 1,800-row subsample)"
+        splits = [simulate.simulate_pue(ds.x, ds.y, exposure_rate=0.5, split=0.3, n_test=300,
+                                        seed=t) for t in range(trials)]
+        x = np.stack([np.concatenate([s.x_pu, s.x_e]) for s in splits]).astype(np.float32)
+        y = np.stack([np.concatenate([pack_pu(s.w_pu), pack_e(s.e_e)]) for s in splits])
+        source = "w8a (paper's 1,800-row subsample)"
     except (OSError, ValueError):
         x = ((rng.random((trials, 1500, 300)) < 0.039) * 1.0).astype(np.float32)
         y = np.zeros((trials, 1500, 3), np.float32)

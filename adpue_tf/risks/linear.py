@@ -1,30 +1,12 @@
 """A risk evaluated from coefficients computed once: the fast path for fits on fixed rows.
 
-For fixed packed labels, row weights and ``f†`` (label column 3), most risks
-of this package are a correction of a few group means (their *parts*: ``R+``,
-``R-``, ...), each linear in the per-row losses ``ℓ1(z) = softplus(-z)`` and
-``ℓ0(z) = softplus(z)``:
-
-``q_k = Σ_n A_k[n]·ℓ1(z_n) + B_k[n]·ℓ0(z_n) + c_k``.
-
-A fit that evaluates the same risk on the same rows at every step (the full-batch
-fits of the linear benchmark, :mod:`adpue_tf.experiments.linear_fit`) can
-compute ``A``, ``B`` and ``c`` once (:meth:`LinearForm.coefficients`) and at
-each step only the sums and the correction (:meth:`LinearForm.loss`), instead
-of unpacking, checking and masking the labels again. The coefficients come
-from running the risk's own parts on symbolic losses, and the sums go through
-the risk's own correction, so this is the same risk, not a second copy of its
-formula. Values and gradients agree with the risk function to float32 rounding
-(the sums run in another order).
-
-The parts may also read the sigmoid losses ``σ(∓z)`` (the sigmoid surrogate of
-uPU and nnPU) and ``f† = σ(z)`` without gradient (labels of 3 columns), alone or
-times ``ℓ1``/``ℓ0``: the functions of :data:`BASES`. A risk is not linear in
-this sense when ``f† = σ(z)`` carries gradient (``dagger_gradient=True``), when
-its parts multiply other functions of the logits, or when it is not built from
-parts (the exposure risks): :func:`linear_form` returns ``None`` for a risk
-without parts, and :meth:`LinearForm.coefficients` ``None`` for parts that are
-not linear; evaluate the risk function itself then.
+For fixed labels, row weights and ``f†``, most risks are a correction of a few
+group means (their parts), each linear in a few functions of the logits
+(:data:`BASES`: ``ℓ1``, ``ℓ0``, ``σ(∓z)``, ``f† = σ(z)`` without gradient and
+its products with ``ℓ1``/``ℓ0``). :meth:`LinearForm.coefficients` runs the
+risk's own parts once on symbolic losses; :meth:`LinearForm.loss` computes the
+sums and the risk's own correction at each step. Why, what is linear, and the
+measurements: ``docs/api/risks.md`` (*Coefficients computed once*).
 
 Example:
     >>> import numpy as np
