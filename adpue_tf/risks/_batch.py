@@ -236,7 +236,7 @@ class Batch(NamedTuple):
 
     def is_source(self, *sources: labels.Source) -> Any:
         """Float mask (times the sample weights) of the rows of ``sources``."""
-        mask = ops.zeros_like(self.z)
+        mask = ops.zeros_like(self.weight)  # the shape of z (read by risks.linear's probe too)
         for s in sources:
             mask = mask + ops.cast(ops.equal(self.source, float(int(s))), "float32")
         return mask * self.weight

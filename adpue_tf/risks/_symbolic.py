@@ -13,7 +13,7 @@ from typing import Any
 from keras import ops
 
 from adpue_tf import labels
-from adpue_tf.risks._batch import replica_sum
+from adpue_tf.risks._batch import Batch, replica_sum
 
 __all__: list[str] = []  # private to adpue_tf.risks.linear
 
@@ -165,11 +165,7 @@ class Probe:
     def a(self) -> Any:
         return self.dagger * (1.0 - self.e)
 
-    def is_source(self, *sources: labels.Source) -> Any:
-        mask = ops.zeros_like(self.w)
-        for s in sources:
-            mask = mask + ops.cast(ops.equal(self.source, float(int(s))), "float32")
-        return mask * self.weight
+    is_source = Batch.is_source  # reads source and weight only
 
     def mean(self, values: Any, mask: Any) -> Sum:
         """As ``Batch.mean``, per model: the coefficients of the group mean (0 for no rows)."""
