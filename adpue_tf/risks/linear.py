@@ -31,7 +31,13 @@ from typing import Any, Callable, NamedTuple
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf._internal.guards import DIVERGED, MAX_LOGIT, DivergedError, _with_checks
+from adpue_tf._internal.guards import (
+    DIVERGED,
+    MAX_LOGIT,
+    DivergedError,
+    _with_checks,
+    fold_checks,
+)
 from adpue_tf.risks import baselines, debiasing
 from adpue_tf.risks._batch import _validated, _weights
 from adpue_tf.risks._symbolic import BASES, NotLinear, Probe, Sum, plus
@@ -83,8 +89,9 @@ def logits_check(ok: Any, low: Any, high: Any) -> Any:
 
     Returns:
         ``None`` in eager mode (where it raises :class:`DivergedError` itself); in
-        graph mode the op to depend on: one conditional whose failing branch
-        alone builds the message (string data only: no nested conditional).
+        graph mode the op to depend on: the project's folded check
+        (``guards.fold_checks``: one conditional whose failing branch alone
+        computes the minimum and maximum).
 
     Example:
         >>> import tensorflow as tf
@@ -99,14 +106,7 @@ def logits_check(ok: Any, low: Any, high: Any) -> Any:
             raise DivergedError(f"{_EXPLODED} min {float(value(low)):.4g}, "
                                 f"max {float(value(high)):.4g}.")
         return None
-
-    def fail() -> Any:
-        lo, hi = (tf.strings.as_string(tf.cast(value(v), tf.float32), precision=4,
-                                       scientific=True) for v in (low, high))
-        return tf.debugging.Assert(False, [tf.strings.join([_EXPLODED, " min ", lo, ", max ",
-                                                            hi, "."])])
-
-    return tf.cond(ok, tf.no_op, fail)
+    return fold_checks([(ok, _EXPLODED + " min and max:", lambda: [value(low), value(high)])])[0]
 
 
 class Coefficients(NamedTuple):
