@@ -87,7 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     linear.add_argument("--selection", default="exposure_likelihood",
                         choices=("exposure_likelihood", "reference_risk"),
                         help="ADPUE's selection score")
-    linear.add_argument("--steps", type=int, default=200, help="full-batch Adam steps")
+    linear.add_argument("--steps", type=int, default=200,
+                        help="full-batch Adam steps per fit, at most (see --tol)")
+    linear.add_argument("--tol", type=float, default=1e-5,
+                        help="each linear model stops once its objective changes by at most "
+                             "tol x |objective| over 20 steps; 0: every fit takes --steps")
     linear.add_argument("--data-dir", default=None,
                         help="folder of the LIBSVM files; None: $ADPUE_DATA_DIR")
     linear.add_argument("--exposure-mechanism", default="paper",
@@ -212,7 +216,8 @@ def _bench(args: argparse.Namespace) -> int:
         if not args.exposure_rate:
             raise ValueError("`--exposure-rate` is empty; give one or more rates in (0, 1).")
         default = () if args.file else bench.LINEAR_DATASETS
-        cfg = LinearBenchConfig(alphas=args.alphas, steps=args.steps, data_dir=args.data_dir,
+        cfg = LinearBenchConfig(alphas=args.alphas, steps=args.steps, tol=args.tol,
+                                data_dir=args.data_dir,
                                 datasets=args.datasets or default,
                                 exposure_rate=args.exposure_rate[0],
                                 exposure_rates=args.exposure_rate, files=tuple(args.file),

@@ -46,11 +46,14 @@ class LinearFit:
     """Weights ``(trials, features)`` and biases ``(trials,)`` of the fitted models.
 
     From :func:`fit_linear_models`, several models per trial: weights
-    ``(trials, models, features)`` and biases ``(trials, models)``.
+    ``(trials, models, features)`` and biases ``(trials, models)``. ``steps``:
+    the Adam steps each model took (``(trials,)`` or ``(trials, models)``;
+    fewer than asked for where a tolerance stopped it), or ``None``.
     """
 
     weights: np.ndarray
     bias: np.ndarray
+    steps: np.ndarray | None = None
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Logits of trial ``t`` on ``x[t]``: ``x`` is ``(trials, rows, features)``.
@@ -77,6 +80,7 @@ def fit_linear(
     init: LinearFit | None = None,
     l2: float = 0.0,
     sparse: bool | None = None,
+    tol: float = 0.0,
     **risk_options: Any,
 ) -> LinearFit:
     """Minimise ``risk`` for each trial's linear model, all trials at once.
@@ -93,6 +97,8 @@ def fit_linear(
             the bias), as in regularised logistic regression.
         sparse: dense or sparse features (``None``: by their density), as
             :func:`fit_linear_models`.
+        tol: stop a trial's model once converged (``0``: never), as
+            :func:`fit_linear_models`.
         **risk_options: passed to ``risk`` (``prior=``, ``alpha=``, ...);
             ``from_logits=True`` is implied.
 
@@ -100,8 +106,8 @@ def fit_linear(
         The fitted :class:`LinearFit`.
 
     Raises:
-        ValueError: on shapes that do not line up, NaN/inf, or ``steps < 1``.
-        TypeError: if ``sparse`` is not ``True``, ``False`` or ``None``.
+        ValueError: on shapes that do not line up, NaN/inf, ``steps < 1`` or a bad ``tol``.
+        TypeError: if ``sparse`` is not ``True``, ``False`` or ``None``, or ``tol`` not a number.
     """
     x = np.asarray(check_finite("x", x), np.float32)
     y = np.asarray(check_finite("y", y), np.float32)
@@ -122,8 +128,9 @@ def fit_linear(
                                                 np.asarray(init.bias)[:, None])
     fit = fit_linear_models(x, y[:, None], risk, sample_weight=sw[:, None], steps=steps,
                             learning_rate=learning_rate, init=init3, l2=l2, sparse=sparse,
-                            **risk_options)
-    return LinearFit(fit.weights[:, 0], fit.bias[:, 0])
+                            tol=tol, **risk_options)
+    return LinearFit(fit.weights[:, 0], fit.bias[:, 0],
+                     None if fit.steps is None else fit.steps[:, 0])
 
 
 #: One model's objective in :func:`fit_linear_models`: a risk and its options.
@@ -146,7 +153,7 @@ def _use_sparse(x: np.ndarray, sparse: bool | None) -> bool:
 @functools.lru_cache(maxsize=64)
 def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], columns: int,
                     learning_rate: float, l2: tuple[float, ...], sparse: bool = False,
-                    ) -> tuple[Any, Any, Any, Any]:
+                    tol: float = 0.0) -> tuple[Any, Any, Any, Any]:
     """Variables, optimizer and traced training loop for ``len(specs)`` models per trial.
 
     Cached, so that the trials of a benchmark reuse one trace per objective and
@@ -154,7 +161,8 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
     features: dense, ``train(x, y, sw, n)``; sparse, ``train(indices, values,
     y, sw, n)`` with the non-zero features of every trial as one block-diagonal
     sparse matrix ``(trials·rows, trials·features)`` (entry ``(t·rows + n,
-    t·features + d)``; any number of them). Groups of models whose risk has a
+    t·features + d)``; any number of them). Both return the steps each model
+    took (:func:`_adam_loop`, which stops converged models given ``tol``). Groups of models whose risk has a
     linear form (:func:`adpue_tf.risks.linear_form`) read their labels once;
     their loss and its gradient with respect to the logits are one XLA
     program, and on the dense path, when every group has one, so is the whole
@@ -185,7 +193,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         return one_model
 
     def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor,
-              x_dense: tf.Tensor | None = None) -> None:
+              x_dense: tf.Tensor | None = None) -> tf.Tensor:
         labels = []        # loop-invariant: each group's labels and row weights, per model
         for lo, hi, (risk, opts) in groups:
             m = trials * (hi - lo)
@@ -198,44 +206,43 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         if x_dense is not None and all(coef is not None for *_, coef in labels):
             fused = _fused_step(x_dense, groups, labels, penalty, trials, rows, k)
 
-            def fused_step(i: tf.Tensor) -> tf.Tensor:
-                dw, db, ok, low, high = fused(w.value(), b.value())
+            def gradients() -> tuple[list[tf.Tensor], tf.Tensor]:
+                dw, db, q, ok, low, high = fused(w.value(), b.value())
                 with tf.control_dependencies([risks_lib.linear.logits_check(ok, low, high)]):
-                    optimizer.apply([tf.identity(dw), tf.identity(db)], [w, b])
-                return i + 1
+                    return [tf.identity(dw), tf.identity(db)], tf.identity(q)
+        else:
+            def gradients() -> tuple[list[tf.Tensor], tf.Tensor]:
+                with tf.GradientTape() as tape:
+                    z = logits() + b[..., None]
+                    q = []     # each model's objective, (trials, models of the group) per group
+                    for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
+                        z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi],
+                                         (trials * (hi - lo), rows))
+                        if form is not None and coef is not None:  # labels read once
+                            value = form.loss(coef, z_g, jit_compile=True)
+                        else:
+                            value = tf.vectorized_map(objective(risk, dict(opts)),
+                                                      (y_g, z_g, sw_g))
+                        q.append(tf.reshape(value, (trials, hi - lo)))
+                    q_all = tf.concat(q, axis=1) + tf.reduce_sum(penalty * tf.square(w), axis=-1)
+                    total = tf.reduce_sum(q_all)
+                return tape.gradient(total, [w, b]), q_all
 
-            tf.while_loop(lambda i: i < n, fused_step, [tf.constant(0)])
-            return
-
-        def step(i: tf.Tensor) -> tf.Tensor:
-            with tf.GradientTape() as tape:
-                z = logits() + b[..., None]
-                total = tf.reduce_sum(penalty * tf.square(w))
-                for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
-                    z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi], (trials * (hi - lo), rows))
-                    if form is not None and coef is not None:  # labels read once, before the loop
-                        total += tf.reduce_sum(form.loss(coef, z_g, jit_compile=True))
-                        continue
-                    total += tf.reduce_sum(tf.vectorized_map(objective(risk, dict(opts)),
-                                                             (y_g, z_g, sw_g)))
-            optimizer.apply(tape.gradient(total, [w, b]), [w, b])
-            return i + 1
-
-        tf.while_loop(lambda i: i < n, step, [tf.constant(0)])
+        return _adam_loop(gradients, optimizer, w, b, n, tol)
 
     labels_spec = [tf.TensorSpec((trials, k, rows, columns), tf.float32),
                    tf.TensorSpec((trials, k, rows), tf.float32), tf.TensorSpec((), tf.int32)]
     if not sparse:
         @tf.function(autograph=False, input_signature=[
             tf.TensorSpec((trials, rows, dim), tf.float32), *labels_spec])
-        def train(x: tf.Tensor, y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> None:
-            steps(lambda: tf.einsum("tnd,tkd->tkn", x, w), y, sw, n, x)   # one matmul per trial
+        def train(x: tf.Tensor, y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
+            return steps(lambda: tf.einsum("tnd,tkd->tkn", x, w), y, sw, n, x)  # a matmul a trial
         return w, b, optimizer, train
 
     @tf.function(autograph=False, input_signature=[
         tf.TensorSpec((None, 2), tf.int64), tf.TensorSpec((None,), tf.float32), *labels_spec])
     def train_sparse(indices: tf.Tensor, values: tf.Tensor, y: tf.Tensor, sw: tf.Tensor,
-                     n: tf.Tensor) -> None:
+                     n: tf.Tensor) -> tf.Tensor:
         x = tf.SparseTensor(indices, values, (trials * rows, trials * dim))
 
         def logits() -> tf.Tensor:   # (trials·rows, models) -> (trials, models, rows)
@@ -243,9 +250,59 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             z = tf.sparse.sparse_dense_matmul(x, wt)
             return tf.transpose(tf.reshape(z, (trials, rows, k)), (0, 2, 1))
 
-        steps(logits, y, sw, n)
+        return steps(logits, y, sw, n)
 
     return w, b, optimizer, train_sparse
+
+
+#: With a tolerance, :func:`fit_linear_models` compares each model's objective
+#: every this many steps (see its ``tol``).
+CHECK_EVERY = 20
+
+
+def _adam_loop(gradients: Callable[[], tuple[list[tf.Tensor], tf.Tensor]], optimizer: Any,
+               w: tf.Variable, b: tf.Variable, n: tf.Tensor, tol: float) -> tf.Tensor:
+    """Up to ``n`` Adam steps; with ``tol > 0``, each model stops once it has converged.
+
+    ``gradients()`` gives the gradients of the summed objective with respect to
+    ``[w, b]`` and each model's objective ``(trials, models)`` at the current
+    weights. At every :data:`CHECK_EVERY`-th step, a model whose objective
+    changed by at most ``tol·max(|objective|, 1e-3)`` since the last check is
+    frozen: its weights are those of that step, and it takes no further
+    update. A model's steps therefore depend on its own objective alone, not on
+    the others fitted with it, and the loop ends when every model is frozen.
+    Returns the steps each model took, int32 ``(trials, models)``.
+    """
+    shape = tf.shape(b)
+    if not tol:
+        def step(i: tf.Tensor) -> tf.Tensor:
+            grads, _ = gradients()
+            optimizer.apply(grads, [w, b])
+            return i + 1
+
+        (done,) = tf.while_loop(lambda i: i < n, step, [tf.constant(0)])
+        return tf.fill(shape, done)
+
+    def tolerant_step(i: tf.Tensor, frozen: tf.Tensor, last: tf.Tensor, taken: tf.Tensor
+                      ) -> tuple[tf.Tensor, ...]:
+        grads, q = gradients()
+        check = tf.equal(i % CHECK_EVERY, 0)
+        settled = (tf.abs(q - last) <= tol * tf.maximum(tf.abs(q), 1e-3)) & check & (i > 0)
+        frozen_now = frozen | settled
+        taken = tf.where(settled & ~frozen, i, taken)
+        w_old, b_old = tf.identity(w.value()), tf.identity(b.value())
+        with tf.control_dependencies([w_old, b_old]):
+            optimizer.apply(grads, [w, b])
+        with tf.control_dependencies([w.value(), b.value()]):
+            w.assign(tf.where(frozen_now[..., None], w_old, w.value()))
+            b.assign(tf.where(frozen_now, b_old, b.value()))
+        with tf.control_dependencies([w.value(), b.value()]):
+            return i + 1, frozen_now, tf.where(check, q, last), tf.identity(taken)
+
+    _, frozen, _, taken = tf.while_loop(
+        lambda i, frozen, *_: (i < n) & ~tf.reduce_all(frozen), tolerant_step,
+        [tf.constant(0), tf.zeros(shape, tf.bool), tf.zeros(shape), tf.fill(shape, n)])
+    return taken
 
 
 def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, trials: int,
@@ -253,8 +310,9 @@ def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, tr
     """One XLA program for a dense step's gradients when every group has a linear form.
 
     The logits (one matrix product per trial), every group's loss
-    (:meth:`~adpue_tf.risks.LinearForm.loss`), the penalty and their gradients
-    with respect to the weights and biases, with the check of the logits handed
+    (:meth:`~adpue_tf.risks.LinearForm.loss`), the penalty, each model's
+    objective ``(trials, models)`` and the gradients of their sum with respect
+    to the weights and biases, with the check of the logits handed
     out (``ok``, min, max) for :func:`~adpue_tf.risks.linear.logits_check`
     outside the program, where an assertion runs; Adam's update stays outside.
     """
@@ -264,13 +322,15 @@ def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, tr
         with tf.GradientTape() as tape:
             tape.watch([w, b])
             z = tf.einsum("tnd,tkd->tkn", x, w) + b[..., None]
-            total = tf.reduce_sum(penalty * tf.square(w))
-            for (lo, hi, _), (*_, form, _), coef in zip(groups, labels, coefs):
-                z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi], (trials * (hi - lo), rows))
-                total += tf.reduce_sum(form.loss(coef, z_g, check=False))
+            q = [tf.reshape(form.loss(coef, tf.reshape(z if hi - lo == k else z[:, lo:hi],
+                                                         (trials * (hi - lo), rows)),
+                                      check=False), (trials, hi - lo))
+                 for (lo, hi, _), (*_, form, _), coef in zip(groups, labels, coefs)]
+            q_all = tf.concat(q, axis=1) + tf.reduce_sum(penalty * tf.square(w), axis=-1)
+            total = tf.reduce_sum(q_all)
         dw, db = tape.gradient(total, [w, b])
         ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
-        return dw, db, ok, tf.reduce_min(z), tf.reduce_max(z)
+        return dw, db, q_all, ok, tf.reduce_min(z), tf.reduce_max(z)
 
     return tf.function(program, jit_compile=True, autograph=False)
 
@@ -286,6 +346,7 @@ def fit_linear_models(
     init: LinearFit | None = None,
     l2: float | Sequence[float] | np.ndarray = 0.0,
     sparse: bool | None = None,
+    tol: float = 0.0,
     **risk_options: Any,
 ) -> LinearFit:
     """:func:`fit_linear` for several models per trial that share the trial's features.
@@ -326,14 +387,23 @@ def fit_linear_models(
             cross at about 12 %. (Before the XLA step: 0.75-1.0× at 20 %, and
             the threshold was 20 %.) Table 1's w8a takes the sparse path,
             mushrooms, australian and german the dense one.
+        tol: ``0`` (default): every model takes ``steps`` steps. ``> 0``: at
+            most ``steps``; every :data:`CHECK_EVERY` (20) steps, a model whose
+            objective (its risk plus penalty) changed by at most
+            ``tol·max(|objective|, 1e-3)`` since the last check stops there,
+            whatever the other models do (so its fit does not depend on what
+            it is fitted with). Table 1 uses ``1e-5``: on its largest fit the
+            objectives stop moving beyond float32 rounding by step 120-140.
         **risk_options: passed to a single ``risk``.
 
     Returns:
-        A :class:`LinearFit` with weights ``(trials, models, features)``.
+        A :class:`LinearFit` with weights ``(trials, models, features)`` and
+        the steps each model took.
 
     Raises:
-        ValueError: on shapes that do not line up, NaN/inf, ``steps < 1`` or ``l2 < 0``.
-        TypeError: if ``sparse`` is not ``True``, ``False`` or ``None``.
+        ValueError: on shapes that do not line up, NaN/inf, ``steps < 1``,
+            ``l2 < 0`` or a ``tol`` that is not a finite number ``>= 0``.
+        TypeError: if ``sparse`` is not ``True``, ``False`` or ``None``, or ``tol`` not a number.
 
     Example:
         >>> from adpue_tf import risks
@@ -365,13 +435,14 @@ def fit_linear_models(
     if l2_arr.shape not in ((), (k,)) or not np.all(l2_arr >= 0.0):
         raise ValueError(f"`l2` must be >= 0, one number or one per model ({k}), got {l2!r}.")
     penalties = tuple(float(v) for v in np.broadcast_to(l2_arr, (k,)))
+    tol = _check_tol(tol)
     sw = np.ones((trials, k, rows), np.float32) if sample_weight is None else np.asarray(
         check_finite("sample_weight", sample_weight), np.float32)
     if sw.shape != (trials, k, rows):
         raise ValueError(f"`sample_weight` must have shape {(trials, k, rows)}, got {sw.shape}.")
     use_sparse = _use_sparse(x, sparse)
     w, b, optimizer, train = _models_trainer(specs, x.shape, columns, float(learning_rate),
-                                             penalties, use_sparse)
+                                             penalties, use_sparse, tol)
     w.assign(np.zeros(w.shape, np.float32) if init is None else init.weights)
     b.assign(np.zeros(b.shape, np.float32) if init is None else init.bias)
     for v in optimizer.variables:  # a fresh Adam: zero moments and step count
@@ -380,7 +451,16 @@ def fit_linear_models(
     if use_sparse:
         t_, n_, d_ = np.nonzero(x)     # row-major: the entries in canonical order
         indices = np.stack([t_ * rows + n_, t_ * x.shape[2] + d_], axis=1).astype(np.int64)
-        train(indices, x[t_, n_, d_], y, sw, tf.constant(steps))
+        taken = train(indices, x[t_, n_, d_], y, sw, tf.constant(steps))
     else:
-        train(x, y, sw, tf.constant(steps))
-    return LinearFit(w.numpy(), b.numpy())
+        taken = train(x, y, sw, tf.constant(steps))
+    return LinearFit(w.numpy(), b.numpy(), taken.numpy())
+
+
+def _check_tol(tol: Any) -> float:
+    """``tol`` as a float, refused unless a finite number ``>= 0``."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`tol` must be a number, got {type(tol).__name__}.")
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"`tol` must be a finite number >= 0, got {tol!r}.")
+    return float(tol)

@@ -53,8 +53,11 @@ class RecipeConfig:
         folds: cross-validation folds over the training PU and E rows (>= 2).
         criterion: which score chooses: ``"exposure_likelihood"`` or
             ``"reference_risk"``.
-        steps: full-batch Adam steps per round.
+        steps: full-batch Adam steps per round (at most, with ``tol``).
         learning_rate: Adam's learning rate.
+        tol: stop each model once its objective has converged
+            (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`'s
+            ``tol``; ``0``: every model takes ``steps``).
         gamma: nnPUE's correction step (``None``: the paper's plain max).
         theta_l2: L2 of the logistic regressions ``θ̂`` (of ``E``) and ``q̂``
             (of ``W``, for the reference).
@@ -75,6 +78,7 @@ class RecipeConfig:
     criterion: str = "exposure_likelihood"
     steps: int = 200
     learning_rate: float = 0.05
+    tol: float = 0.0
     gamma: float | None = 1.0
     theta_l2: float = 0.01
     theta_rows: str = "training"
@@ -88,6 +92,9 @@ class RecipeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"`{name}` must be an int >= {low}, got {v!r}.")
+        if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not (
+                math.isfinite(self.tol) and self.tol >= 0):
+            raise ValueError(f"`tol` must be a finite number >= 0, got {self.tol!r}.")
         if self.criterion not in CRITERIA:
             raise ValueError(f"`criterion` must be one of {CRITERIA}, got {self.criterion!r}.")
         if self.theta_rows not in ("training", "all"):
@@ -224,6 +231,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None 
 
     tq = fit_linear_models(x, per_trial(logit_y, 2), risks.logit, steps=cfg.steps,
                            learning_rate=cfg.learning_rate, l2=cfg.theta_l2, sparse=sparse,
+                           tol=cfg.tol,
                            sample_weight=per_trial(np.concatenate([theta_w, train * is_pu]), 2))
     theta, q = np.split(sigmoid(per_model(tq.logits(x), 2)), 2)
     ref = np.clip(q / np.maximum(theta, THETA_FLOOR), 0.0, 1.0)
@@ -252,7 +260,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None 
         y4 = np.concatenate([y3, dagger[..., None]], axis=-1).astype(np.float32)
         prev = fit_linear_models(x, y4, risks.adpue, sample_weight=chain_w, steps=cfg.steps,
                                  learning_rate=cfg.learning_rate, init=prev, l2=l2,
-                                 sparse=sparse, gamma=cfg.gamma)
+                                 sparse=sparse, tol=cfg.tol, gamma=cfg.gamma)
         z = prev.logits(x).astype(np.float64)                   # (trials, n_l2 · v, n)
         zm, wm, bm = (per_model(a, n_l2) for a in (z, prev.weights, prev.bias))
         for i in range(n_l2):

@@ -56,8 +56,12 @@ class LinearBenchConfig:
         datasets: LIBSVM data set names.
         exposure_rate: target ``θ(e=1)`` of the exposure mechanism.
         n_test: held-out rows per trial.
-        steps: full-batch Adam steps per fit.
+        steps: full-batch Adam steps per fit (at most: see ``tol``).
         learning_rate: Adam's learning rate.
+        tol: each linear model stops once its objective has converged: no more
+            than ``tol·max(|objective|, 1e-3)`` of change over 20 steps
+            (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`; ``0``:
+            all ``steps``).
         em_max_iter: SAR-EM's maximum rounds (its stopping rule usually ends it before).
         em_C: SAR-EM's inverse regularisation strength (scikit-learn's ``C``, the
             reference's default 1.0; SAR-EM does not use ``l2``).
@@ -98,6 +102,7 @@ class LinearBenchConfig:
     n_test: int = 300
     steps: int = 200
     learning_rate: float = 0.05
+    tol: float = 1e-5
     em_max_iter: int = 500
     em_C: float = 1.0
     em_refit: bool = True
@@ -192,7 +197,7 @@ def _fit(st: _Stack, risk: Callable[..., Any], cfg: LinearBenchConfig, *, x: Any
     """All trials' linear models for ``risk`` (``x``/``y`` default to the stack's)."""
     return linear_fit.fit_linear(st.x if x is None else x, st.y if y is None else y, risk,
                               steps=steps or cfg.steps, learning_rate=cfg.learning_rate,
-                              l2=cfg.l2, **kw)
+                              l2=cfg.l2, tol=cfg.tol, **kw)
 
 
 def _specs(names: tuple[str, ...], prior_y: float, cfg: LinearBenchConfig
@@ -238,7 +243,7 @@ class _Group:
             try:
                 self.fit = linear_fit.fit_linear_models(
                     self.st.x, y, [self.specs[n] for n in names], steps=self.cfg.steps,
-                    learning_rate=self.cfg.learning_rate, l2=self.cfg.l2)
+                    learning_rate=self.cfg.learning_rate, l2=self.cfg.l2, tol=self.cfg.tol)
             except (tf.errors.InvalidArgumentError, ValueError) as e:
                 if not losses.is_divergence(e):  # only the guard's stop falls back
                     raise
@@ -266,7 +271,8 @@ def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndar
     _same_positions(st, pu, Source.PU)
     _same_positions(st, e, Source.E)
     fit = baselines.fit_ratio(st.x[:, pu], st.y[:, pu, 0], st.x[:, e], st.y[:, e, 1],
-                              l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate)
+                              l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate,
+                              tol=cfg.tol)
     return lambda x: fit.predict_proba(x) - 0.5
 
 
@@ -315,7 +321,7 @@ def _ips(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarra
     e = _parts(st, 0, Source.E)
     _same_positions(st, e, Source.E)
     theta = baselines.fit_logistic(st.x[:, e], st.y[:, e, 1], l2=cfg.l2, steps=cfg.steps,
-                                   learning_rate=cfg.learning_rate)
+                                   learning_rate=cfg.learning_rate, tol=cfg.tol)
     dagger = sigmoid(theta.logits(st.x))
     y4 = np.concatenate([st.y, dagger[..., None]], axis=-1).astype(np.float32)
     return _fit(st, _risk("IPS"), cfg, y=y4, clip=cfg.ips_clip).logits
@@ -337,6 +343,7 @@ def recipe_config(cfg: LinearBenchConfig) -> linear_recipe.RecipeConfig:
     return linear_recipe.RecipeConfig(
         l2s=tuple(cfg.recipe_l2s), max_rounds=cfg.recipe_rounds, folds=cfg.recipe_folds,
         criterion=cfg.recipe_criterion, steps=cfg.steps, learning_rate=cfg.learning_rate,
+        tol=cfg.tol,
         gamma=cfg.gamma, theta_l2=cfg.l2)
 
 

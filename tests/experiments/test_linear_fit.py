@@ -55,6 +55,8 @@ def test_warm_start_continues_the_trajectory_of_the_parameters():
     ({"x": np.full((2, 3, 1), np.nan)}, "NaN"),
     ({"l2": -1.0}, "`l2` must be >= 0"),
     ({"l2": float("nan")}, "`l2` must be >= 0"),
+    ({"tol": -1e-5}, "`tol` must be a finite number >= 0"),
+    ({"tol": float("inf")}, "`tol` must be a finite number >= 0"),
 ])
 def test_bad_input(kwargs, match):
     args = {"x": np.zeros((2, 3, 1)), "y": np.zeros((2, 3, 3)), "steps": 1}
@@ -123,3 +125,43 @@ def test_exploded_logits_stop_the_dense_xla_fit_with_the_divergence_error():
     with pytest.raises(Exception) as info:
         linear_fit.fit_linear(x, y, risks.logit, steps=5, sparse=False)
     assert losses.is_divergence(info.value)
+
+
+def test_bad_tol_type():
+    with pytest.raises(TypeError, match="`tol` must be a number, got str"):
+        linear_fit.fit_linear(np.zeros((2, 3, 1)), np.zeros((2, 3, 3)), risks.logit, steps=1,
+                              tol="1e-5")
+
+
+def test_without_tol_every_model_takes_every_step():
+    x, y = _stack(trials=2, n=100)
+    fit = linear_fit.fit_linear(x, y, risks.logit, steps=30)
+    np.testing.assert_array_equal(fit.steps, [30, 30])
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense-xla", "sparse"])
+def test_tol_stops_each_model_at_its_own_convergence(sparse):
+    """A converged model stops at a check step, with the weights of that step, whatever the
+    others do: the same steps and weights in a batch, alone, and without a tolerance."""
+    x, y = _stack(trials=3, n=150)
+    x = np.where(np.abs(x) > 0.5, x, 0.0).astype(np.float32)
+    specs = [(risks.logit, {}), (risks.adpue, {})]
+    ys = np.repeat(y[:, None], 2, axis=1)
+    l2 = [1.0, 0.0]     # a strongly penalised, fast model and a slow one
+    batch = linear_fit.fit_linear_models(x, ys, specs, steps=400, l2=l2, sparse=sparse,
+                                         tol=1e-4)
+    steps = batch.steps
+    assert steps.shape == (3, 2) and steps.dtype.kind == "i"
+    assert (steps % linear_fit.CHECK_EVERY == 0).all()
+    assert (steps[:, 0] < steps[:, 1]).all() and steps[:, 0].max() < 400   # each its own
+    for t in range(3):
+        alone = linear_fit.fit_linear_models(x[t:t + 1], ys[t:t + 1], specs, steps=400, l2=l2,
+                                             sparse=sparse, tol=1e-4)
+        np.testing.assert_array_equal(alone.steps[0], steps[t])
+        np.testing.assert_allclose(alone.weights[0], batch.weights[t], atol=1e-5)
+        for k in range(2):   # the weights of the step it stopped at, as a fit of that length
+            fixed = linear_fit.fit_linear_models(
+                x[t:t + 1], ys[t:t + 1, k:k + 1], [specs[k]], steps=int(steps[t, k]),
+                l2=l2[k], sparse=sparse)
+            np.testing.assert_allclose(fixed.weights[0, 0], batch.weights[t, k], atol=1e-5)
+            np.testing.assert_allclose(fixed.bias[0, 0], batch.bias[t, k], atol=1e-5)

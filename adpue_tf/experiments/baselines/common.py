@@ -22,7 +22,8 @@ def _proba(model: Any, x: np.ndarray) -> np.ndarray:
 
 
 def fit_logistic(x: Any, y: Any, *, l2: float = 0.0, steps: int = 200,
-                 learning_rate: float = 0.05, names: tuple[str, str] = ("x", "y")) -> LinearFit:
+                 learning_rate: float = 0.05, names: tuple[str, str] = ("x", "y"),
+                 tol: float = 0.0) -> LinearFit:
     """Logistic regression of a 0/1 label, every trial at once: the ratio's ``q̂`` and ``θ̂``.
 
     :func:`fit_linear` with ``risks.logit`` (the label as ``W`` of PU rows):
@@ -32,7 +33,7 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 0.0, steps: int = 200,
     Args:
         x: features ``(trials, rows, features)``.
         y: labels in {0, 1}, ``(trials, rows)``.
-        l2, steps, learning_rate: :func:`fit_linear`'s options.
+        l2, steps, learning_rate, tol: :func:`fit_linear`'s options.
         names: the names of ``x`` and ``y`` in error messages.
 
     Returns:
@@ -51,7 +52,8 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 0.0, steps: int = 200,
         raise ValueError(f"`{xn}` must be (trials, rows, features) and `{yn}` (trials, rows) "
                          f"with the same trials and rows; got {x.shape} and {y.shape}.")
     packed = np.stack([pack_pu(r) for r in y])
-    return fit_linear(x, packed, risks.logit, steps=steps, learning_rate=learning_rate, l2=l2)
+    return fit_linear(x, packed, risks.logit, steps=steps, learning_rate=learning_rate, l2=l2,
+                      tol=tol)
 
 
 def _check_float(name: str, value: Any, positive: bool, high: float = math.inf) -> float:

@@ -36,7 +36,8 @@ class RatioFit:
 
 
 def fit_ratio(x_pu: Any, w: Any, x_e: Any, e: Any, *, theta_floor: float = 1e-6,
-              l2: float = 0.0, steps: int = 200, learning_rate: float = 0.05) -> RatioFit:
+              l2: float = 0.0, steps: int = 200, learning_rate: float = 0.05,
+              tol: float = 0.0) -> RatioFit:
     """Separate estimation for linear models, every trial at once.
 
     ``q̂(w=1|x)``: logistic regression of ``W`` on the PU rows; ``θ̂(e=1|x)``:
@@ -48,7 +49,7 @@ def fit_ratio(x_pu: Any, w: Any, x_e: Any, e: Any, *, theta_floor: float = 1e-6,
         x_pu: PU features ``(trials, n_pu, features)``; ``w``: ``W``, ``(trials, n_pu)``.
         x_e: E features ``(trials, n_e, features)``; ``e``: ``E``, ``(trials, n_e)``.
         theta_floor: lower bound on ``θ̂`` in the division, in ``(0, 1)``.
-        l2, steps, learning_rate: :func:`fit_linear`'s options for both models.
+        l2, steps, learning_rate, tol: :func:`fit_linear`'s options for both models.
 
     Returns:
         A :class:`RatioFit`.
@@ -66,7 +67,7 @@ def fit_ratio(x_pu: Any, w: Any, x_e: Any, e: Any, *, theta_floor: float = 1e-6,
         raise ValueError(f"`x_e` has shape {x_e.shape}; it needs the trials and "
                          f"features of `x_pu` {x_pu.shape}.")
     q, theta = (fit_logistic(x, y, l2=l2, steps=steps, learning_rate=learning_rate,
-                             names=names)
+                             names=names, tol=tol)
                 for x, y, names in ((x_pu, w, ("x_pu", "w")), (x_e, e, ("x_e", "e"))))
     return RatioFit(q, theta, theta_floor)
 
