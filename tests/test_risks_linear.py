@@ -205,3 +205,43 @@ def test_the_xla_fused_loss_equals_the_plain_one(case):
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         run(tf.constant(z), True)
     assert losses.is_divergence(info.value)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["plain", "xla"])
+@pytest.mark.parametrize("case", [0, 9, 14, 16], ids=lambda i: CASES[i][1])
+def test_rows_along_another_axis_give_the_same_loss_and_gradient(case, jit):
+    """``rows_axis``: logits and coefficients ``(trials, rows, models)`` = ``(models, rows)``."""
+    risk, _, kind, dagger, opts = CASES[case]
+    y, sw, z = _data(kind, dagger, seed=7)          # 3 "models" = 1 trial x 3
+    form = risks.linear_form(risk, **opts)
+    coef = form.coefficients(y, sw)
+    moved = type(coef)(
+        tuple({b: tf.transpose(c)[None] for b, c in t.items()} for t in coef.terms),
+        tuple(None if c is None else c[None] for c in coef.constant))
+
+    @tf.function
+    def run(z_, coef_, axis):
+        with tf.GradientTape() as tape:
+            tape.watch(z_)
+            value = form.loss(coef_, z_, jit_compile=jit, rows_axis=axis)
+            total = tf.reduce_sum(tf.reshape(value, (-1,)) * tf.constant([0.5, 1.0, 2.0]))
+        return value, tape.gradient(total, z_)
+
+    value, grad = run(tf.constant(z), coef, -1)
+    value_t, grad_t = run(tf.constant(z.T[None]), moved, 1)
+    assert value_t.shape == (1, MODELS)
+    np.testing.assert_allclose(value_t.numpy()[0], value.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad_t.numpy()[0].T, grad.numpy(), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(value.numpy(), [_ref_value(CASES[case][1], y[m], sw[m], z[m],
+                                                          opts) for m in range(MODELS)],
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_a_bad_rows_axis_is_refused():
+    form = risks.linear_form(risks.logit)
+    y, sw, z = _data("logit", False)
+    coef = form.coefficients(y, sw)
+    with pytest.raises(ValueError, match="`rows_axis` 2 is out of range"):
+        form.loss(coef, z, rows_axis=2)
+    with pytest.raises(TypeError, match="`rows_axis` must be an int"):
+        form.loss(coef, z, rows_axis=1.0)

@@ -193,7 +193,10 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         return one_model
 
     def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor,
-              x_dense: tf.Tensor | None = None) -> tf.Tensor:
+              x_dense: tf.Tensor | None = None, rows_major: bool = False) -> tf.Tensor:
+        """The loop; ``logits()`` is ``(trials, models, rows)``, or ``(trials, rows,
+        models)`` if ``rows_major`` (then the linear forms' coefficients are
+        transposed once, not the logits and their gradient at every step)."""
         labels = []        # loop-invariant: each group's labels and row weights, per model
         for lo, hi, (risk, opts) in groups:
             m = trials * (hi - lo)
@@ -201,6 +204,8 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             sw_g = tf.reshape(sw[:, lo:hi], (m, rows))
             form = risks_lib.linear_form(risk, **dict(opts))
             coef = None if form is None else form.coefficients(y_g, sw_g)
+            if coef is not None and rows_major:
+                coef = _rows_major(coef, trials, hi - lo)
             labels.append((y_g, sw_g, form, coef))
 
         if x_dense is not None and all(coef is not None for *_, coef in labels):
@@ -213,13 +218,18 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         else:
             def gradients() -> tuple[list[tf.Tensor], tf.Tensor]:
                 with tf.GradientTape() as tape:
-                    z = logits() + b[..., None]
+                    z = logits() + (b[:, None, :] if rows_major else b[..., None])
                     q = []     # each model's objective, (trials, models of the group) per group
                     for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
-                        z_g = tf.reshape(z if hi - lo == k else z[:, lo:hi],
-                                         (trials * (hi - lo), rows))
+                        z_g = z if hi - lo == k else (z[..., lo:hi] if rows_major
+                                                      else z[:, lo:hi])
+                        if rows_major and (form is None or coef is None):
+                            z_g = tf.transpose(z_g, (0, 2, 1))
+                        if not rows_major or form is None or coef is None:
+                            z_g = tf.reshape(z_g, (trials * (hi - lo), rows))
                         if form is not None and coef is not None:  # labels read once
-                            value = form.loss(coef, z_g, jit_compile=True)
+                            value = form.loss(coef, z_g, jit_compile=True,
+                                              rows_axis=1 if rows_major else -1)
                         else:
                             value = tf.vectorized_map(objective(risk, dict(opts)),
                                                       (y_g, z_g, sw_g))
@@ -245,12 +255,11 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
                      n: tf.Tensor) -> tf.Tensor:
         x = tf.SparseTensor(indices, values, (trials * rows, trials * dim))
 
-        def logits() -> tf.Tensor:   # (trials·rows, models) -> (trials, models, rows)
+        def logits() -> tf.Tensor:   # (trials·rows, models) -> (trials, rows, models)
             wt = tf.reshape(tf.transpose(w, (0, 2, 1)), (trials * dim, k))
-            z = tf.sparse.sparse_dense_matmul(x, wt)
-            return tf.transpose(tf.reshape(z, (trials, rows, k)), (0, 2, 1))
+            return tf.reshape(tf.sparse.sparse_dense_matmul(x, wt), (trials, rows, k))
 
-        return steps(logits, y, sw, n)
+        return steps(logits, y, sw, n, rows_major=True)
 
     return w, b, optimizer, train_sparse
 
@@ -303,6 +312,17 @@ def _adam_loop(gradients: Callable[[], tuple[list[tf.Tensor], tf.Tensor]], optim
         lambda i, frozen, *_: (i < n) & ~tf.reduce_all(frozen), tolerant_step,
         [tf.constant(0), tf.zeros(shape, tf.bool), tf.zeros(shape), tf.fill(shape, n)])
     return taken
+
+
+def _rows_major(coef: risks_lib.linear.Coefficients, trials: int, models: int
+               ) -> risks_lib.linear.Coefficients:
+    """Coefficients ``(trials·models, rows)`` as ``(trials, rows, models)``, constants ``(trials, models)``."""
+    def layout(c: tf.Tensor) -> tf.Tensor:
+        return tf.transpose(tf.reshape(c, (trials, models, -1)), (0, 2, 1))
+
+    return risks_lib.linear.Coefficients(
+        tuple({basis: layout(c) for basis, c in terms.items()} for terms in coef.terms),
+        tuple(None if c is None else tf.reshape(c, (trials, models)) for c in coef.constant))
 
 
 def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, trials: int,

@@ -190,12 +190,17 @@ class LinearForm:
                   for q in parts))
 
     def loss(self, coefficients: Coefficients, z: Any, *, jit_compile: bool = False,
-             check: bool = True) -> Any:
+             check: bool = True, rows_axis: int = -1) -> Any:
         """Each model's loss (the risk's ``loss`` term), float32 ``(models,)``.
 
         Args:
             coefficients: from :meth:`coefficients`.
-            z: logits ``(models, rows)``. Logits that are NaN, infinite or
+            z: logits ``(models, rows)``, or any layout with the rows along
+                ``rows_axis`` and the coefficients' arrays in the same layout
+                (the result then has the other axes: the linear engine's
+                sparse path passes ``(trials, rows, models)`` with the
+                coefficients transposed once, instead of transposing the
+                logits and their gradient at every step). Logits that are NaN, infinite or
                 beyond ``±1e4`` (the risks' clip) stop the computation with the
                 divergence error (:func:`adpue_tf.losses.is_divergence`), so no
                 step is taken on them: one check per call, on the values, where
@@ -208,15 +213,22 @@ class LinearForm:
             check: check the logits (``False``: the caller checks them, say with
                 :func:`logits_check` outside an XLA program, where assertions
                 do not run).
+            rows_axis: the axis of ``z`` (and of the coefficients) that holds the rows.
         """
+        if isinstance(rows_axis, bool) or not isinstance(rows_axis, int):
+            raise TypeError(f"`rows_axis` must be an int, got {type(rows_axis).__name__}.")
         z = _checked_logits(z) if check else tf.cast(z, tf.float32)
+        if not -z.shape.rank <= rows_axis < z.shape.rank:
+            raise ValueError(f"`rows_axis` {rows_axis} is out of range for logits of rank "
+                             f"{z.shape.rank}.")
+        axis = rows_axis % z.shape.rank
         if not jit_compile:
-            return self._loss(coefficients, z)
+            return self._loss(coefficients, z, axis)
 
         def value_and_gradient(coef: Coefficients, z_: Any) -> tuple[Any, Any]:
             with tf.GradientTape() as tape:
                 tape.watch(z_)
-                value = self._loss(coef, z_)
+                value = self._loss(coef, z_, axis)
                 total = tf.reduce_sum(value)
             return value, tape.gradient(total, z_)   # model m's loss reads row m only
 
@@ -225,19 +237,19 @@ class LinearForm:
         @tf.custom_gradient
         def fused(z_: Any) -> Any:
             value, dz = compiled(coefficients, z_)
-            return value, lambda g: g[:, None] * dz
+            return value, lambda g: tf.expand_dims(g, axis) * dz
 
         return fused(z)
 
-    def _loss(self, coefficients: Coefficients, z: Any) -> Any:
+    def _loss(self, coefficients: Coefficients, z: Any, axis: int) -> Any:
         bases = _bases(z, {b for t in coefficients.terms for b in t})
         q = []
         for terms, constant in zip(*coefficients):
             value = None
             for b, c in terms.items():
-                value = plus(value, ops.sum(c * bases[b], axis=-1))
+                value = plus(value, ops.sum(c * bases[b], axis=axis))
             value = plus(value, constant)
-            q.append(ops.zeros_like(z[:, 0]) if value is None else value)
+            q.append(ops.sum(ops.zeros_like(z), axis=axis) if value is None else value)
         return self.form.combine(tuple(q)).loss
 
 

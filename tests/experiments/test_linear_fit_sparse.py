@@ -93,6 +93,8 @@ def test_recipe_makes_the_same_choices_on_both_paths():
     for c in linear_recipe.CRITERIA:
         np.testing.assert_array_equal(sparse.choice(c)[0], dense.choice(c)[0])
         np.testing.assert_array_equal(sparse.choice(c)[1], dense.choice(c)[1])
-        np.testing.assert_allclose(sparse.scores[c], dense.scores[c], rtol=1e-5, atol=1e-6)
+        # float32 sums in another order (the sparse path sums the rows along axis 1 of
+        # (trials, rows, models)): 1.4e-5 relative measured after 40 steps
+        np.testing.assert_allclose(sparse.scores[c], dense.scores[c], rtol=5e-5, atol=1e-6)
     assert np.abs(sparse.weights - dense.weights).max() <= TOL
     np.testing.assert_allclose(sparse.logits(x), dense.logits(x), atol=1e-4)
