@@ -51,19 +51,16 @@ _BUILDERS: dict[Callable[..., Any], Callable[..., Form]] = {**debiasing.FORMS, *
 
 @tf.custom_gradient
 def _both_losses(z: Any) -> Any:
-    """``(softplus(-z), softplus(z))`` and their gradient from one ``e = exp(-|z|)``.
+    """``(softplus(-z), softplus(z))`` from one ``softplus(-|z|)``; gradient from one ``σ(z)``.
 
-    ``softplus(±z) = log1p(e) + max(±z, 0)`` and ``σ(z) = 1/(1+e)`` for ``z >= 0``,
-    ``e/(1+e)`` below: one exponential for both losses and their gradient (the
-    element-wise work is the cost of a linear fit's step), at the precision of
-    two softplus calls.
+    Half the transcendental work of two softplus calls and their gradients, at the
+    same precision (``softplus(±z) = softplus(-|z|) + max(±z, 0)``).
     """
-    e = tf.exp(-tf.abs(z))
-    small = tf.math.log1p(e)
+    small = tf.math.softplus(-tf.abs(z))
     l1, l0 = small + tf.nn.relu(-z), small + tf.nn.relu(z)
 
     def grad(g1: Any, g0: Any) -> Any:
-        s = tf.where(z >= 0.0, 1.0, e) / (1.0 + e)
+        s = tf.sigmoid(z)
         return g1 * (s - 1.0) + g0 * s
 
     return (l1, l0), grad
