@@ -89,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ADPUE's selection score")
     linear.add_argument("--steps", type=int, default=200,
                         help="full-batch Adam steps per fit, at most (see --tol)")
-    linear.add_argument("--tol", type=float, default=1e-5,
+    linear.add_argument("--tol", type=float, default=0.0,
                         help="each linear model stops once its objective changes by at most "
-                             "tol x |objective| over 20 steps; 0: every fit takes --steps")
+                             "tol x |objective| over 20 steps (e.g. 1e-5); 0 (default): every "
+                             "fit takes --steps")
     linear.add_argument("--data-dir", default=None,
                         help="folder of the LIBSVM files; None: $ADPUE_DATA_DIR")
     linear.add_argument("--exposure-mechanism", default="paper",
