@@ -38,8 +38,8 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
     y, sw, n)`` with the non-zero features of every trial as one block-diagonal
     sparse matrix ``(trials·rows, trials·features)`` (entry ``(t·rows + n,
     t·features + d)``; any number of them). Both return the steps each model
-    took (:func:`_adam_loop`, which stops converged models given ``tol``). Groups of models whose risk has a
-    linear form (:func:`adpue_tf.risks.linear_form`) read their labels once;
+    took (:func:`_adam_loop`, which stops converged models given ``tol``).
+    Groups of models whose risk has a linear form (:func:`adpue_tf.risks.linear_form`) read their labels once;
     their loss and its gradient with respect to the logits are one XLA
     program, and on the dense path, when every group has one, so is the whole
     gradient (the product included), Adam's update and the check of the logits
@@ -103,13 +103,15 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
                     z = logits() + (b[:, None, :] if rows_major else b[..., None])
                     q = []     # each model's objective, (trials, models of the group) per group
                     for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
-                        z_g = z if hi - lo == k else (z[..., lo:hi] if rows_major
-                                                      else z[:, lo:hi])
-                        if rows_major and (form is None or coef is None):
-                            z_g = tf.transpose(z_g, (0, 2, 1))
-                        if not rows_major or form is None or coef is None:
-                            z_g = tf.reshape(z_g, (trials * (hi - lo), rows))
-                        if form is not None and coef is not None:  # labels read once
+                        linear = coef is not None    # labels read once (None without a form)
+                        if rows_major:   # (trials, rows, m); (trials·m, rows) for the risk
+                            z_g = z[..., lo:hi]
+                            if not linear:
+                                z_g = tf.reshape(tf.transpose(z_g, (0, 2, 1)),
+                                                 (trials * (hi - lo), rows))
+                        else:
+                            z_g = tf.reshape(z[:, lo:hi], (trials * (hi - lo), rows))
+                        if form is not None and coef is not None:
                             value = form.loss(coef, z_g, jit_compile=True,
                                               rows_axis=1 if rows_major else -1)
                         else:
@@ -159,8 +161,8 @@ def _adam_loop(gradients: Callable[[], tuple[list[tf.Tensor], tf.Tensor | None]]
     ``gradients()`` gives the gradients of the summed objective with respect to
     ``[w, b]`` and each model's objective ``(trials, models)`` at the current
     weights, or ``None`` for the objectives, which ``objectives()`` then
-    computes, at the check steps only. At every :data:`CHECK_EVERY`-th step, a model whose objective
-    changed by at most ``tol·max(|objective|, 1e-3)`` since the last check is
+    computes, at the check steps only. At every :data:`CHECK_EVERY`-th step, a
+    model whose objective changed by at most ``tol·max(|objective|, 1e-3)`` since the last check is
     frozen: its result is its weights of that step (kept aside; it is updated
     with the others until the loop ends, so that no step pays for a masked
     update). A model's steps therefore depend on its own objective alone, not

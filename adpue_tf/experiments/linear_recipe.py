@@ -30,7 +30,7 @@ import numpy as np
 
 from adpue_tf import risks
 from adpue_tf.experiments.helpers import sigmoid
-from adpue_tf.experiments.linear_fit import LinearFit, fit_linear_models
+from adpue_tf.experiments.linear_fit import LinearFit, _check_tol, fit_linear_models
 from adpue_tf.labels import Source, check_finite
 from adpue_tf.validation import exposure_nll
 
@@ -92,9 +92,7 @@ class RecipeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"`{name}` must be an int >= {low}, got {v!r}.")
-        if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not (
-                math.isfinite(self.tol) and self.tol >= 0):
-            raise ValueError(f"`tol` must be a finite number >= 0, got {self.tol!r}.")
+        _check_tol(self.tol)
         if self.criterion not in CRITERIA:
             raise ValueError(f"`criterion` must be one of {CRITERIA}, got {self.criterion!r}.")
         if self.theta_rows not in ("training", "all"):

@@ -248,14 +248,6 @@ def _skipped(method: str, ds: datasets.Dataset) -> str | None:
     return None
 
 
-def _steps_text(cfg: table1.LinearBenchConfig) -> str:
-    """How many Adam steps a linear fit takes, for the protocol line."""
-    if not cfg.tol:
-        return f"{cfg.steps} steps"
-    return (f"at most {cfg.steps} steps, each model stopping once its objective changes by at "
-            f"most {cfg.tol:g}·|objective| over 20 steps")
-
-
 def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
     """Mean and standard error of the paired differences ``a - b`` (NaN trials dropped)."""
     d = np.asarray(a, float) - np.asarray(b, float)
@@ -314,7 +306,10 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
         f"{', '.join(str(r) for r in rates)} (the paper does not state its "
         f"rate), {cfg.n_test} test rows, the paper's 1,800-row subsample for w8a/covtype/"
         "mushrooms, split α into PU and E (PUE) or PU and SSE (3SE) parts. Linear models "
-        f"fitted with full-batch Adam ({_steps_text(cfg)}, learning rate {cfg.learning_rate}, "
+        f"fitted with full-batch Adam ({cfg.steps} steps"
+        + (f" at most, each model stopping once its objective changes by at most {cfg.tol:g}·"
+           "|objective| over 20 steps" if cfg.tol else "")
+        + f", learning rate {cfg.learning_rate}, "
         f"L2 penalty {cfg.l2} on the weights of every method but ADPUE's selected one, "
         f"non-negative correction step γ = {cfg.gamma} for nnPU/ADPUE/AD3SE), "
         "all trials at once (`adpue_tf.experiments.linear_fit`: each trial follows its own "
