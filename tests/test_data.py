@@ -164,6 +164,26 @@ def test_seed_reproducible_and_reshuffled_each_iteration():
     assert not np.array_equal(ids(_batches(ds)), ids(_batches(ds)))  # next epoch differs
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_array_rows_come_once_per_pass_in_batches_across_passes(shuffle):
+    """Arrays: each pass of a stream is one permutation of its rows (the identity
+    unshuffled); batches run on across passes, and every pass is reshuffled."""
+    x = np.arange(10, dtype="float32")[:, None]
+    w = np.tile([1.0, 0.0], 5)
+    # 10 PU rows against 30 E rows, 4 PU rows per batch: 7.5 passes of the PU stream
+    ds = data.pue_dataset(x, w, np.full((30, 1), 99.0, "float32"), np.tile([1, 0], 15),
+                          batch_size=16, seed=5, shuffle=shuffle, steps_per_epoch=15)
+    ids = [int(v) for xb, _ in _batches(ds) for v in xb[:, 0] if v < 99]
+    assert len(ids) == 60  # 15 batches of 4 PU rows, cut across passes
+    passes = [ids[i:i + 10] for i in range(0, 60, 10)]
+    for rows in passes:
+        assert sorted(rows) == list(range(10))
+    if shuffle:
+        assert len({tuple(rows) for rows in passes}) == len(passes)
+    else:
+        assert all(rows == list(range(10)) for rows in passes)
+
+
 def test_shuffle_false_is_deterministic_and_in_order():
     build, args, _ = BUILDERS["pue"]
     ds = build(*args, batch_size=8, shuffle=False)

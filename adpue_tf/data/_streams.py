@@ -144,6 +144,24 @@ def check_exposure(arg: str, e: np.ndarray) -> None:
             "were not shown (E=0) too.", UserWarning, stacklevel=5)
 
 
+def index_batches(n_rows: int, k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
+    """Row indices in batches of ``k``: one pass over all ``n_rows`` per epoch, repeated.
+
+    Each epoch is one permutation tensor (a fresh one per epoch and per
+    iteration of the Dataset when shuffling; seeded, two builds agree), cut into
+    batches that run on across epoch boundaries, as ``shuffle().repeat().batch()``
+    would, but with the work done per batch rather than per row.
+    """
+    if shuffle:
+        zero = tf.constant(0, tf.int64)
+        perms = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).map(
+            lambda s: tf.random.experimental.stateless_shuffle(
+                tf.range(n_rows, dtype=tf.int64), seed=tf.stack([s, zero])))
+    else:
+        perms = tf.data.Dataset.from_tensors(tf.range(n_rows, dtype=tf.int64)).repeat()
+    return perms.rebatch(k, drop_remainder=True)
+
+
 def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
     if is_structure(x):
@@ -186,12 +204,8 @@ def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape[1:], t.dtype), xt)
 
     def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        idx = tf.data.Dataset.range(n_rows)
-        if shuffle:
-            idx = idx.shuffle(n_rows, seed=seed, reshuffle_each_iteration=True)
-        idx = idx.repeat().batch(k, drop_remainder=True)
-        return idx.map(lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt),
-                                  tf.gather(yt, i)))
+        return index_batches(n_rows, k, shuffle, seed).map(
+            lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt), tf.gather(yt, i)))
 
     return Stream(name, source, n_rows, spec, batches)
 

@@ -24,6 +24,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf.data._streams import index_batches
+
 __all__ = ["HeldOutScore", "StopWhenStale", "logits", "pu_batches", "steps_per_epoch"]
 
 #: Rows per call when a net scores held-out rows.
@@ -51,11 +53,17 @@ def steps_per_epoch(rows: int, batch_size: int, epochs: int, min_steps: int) -> 
 
 
 def pu_batches(x: Any, y: np.ndarray, *, batch_size: int, seed: int) -> tf.data.Dataset:
-    """Shuffled, repeated batches ``(x, y)`` of one source's rows (for ``steps_per_epoch``)."""
+    """Shuffled, repeated batches ``(x, y)`` of one source's rows (for ``steps_per_epoch``).
+
+    Each pass over the rows is one seeded permutation, cut into batches (the
+    work is per batch, not per row), as the data builders do with arrays.
+    """
     n = len(y)
-    ds = tf.data.Dataset.from_tensor_slices((x, y.astype(np.float32)))
-    ds = ds.shuffle(min(n, 100_000), seed=seed, reshuffle_each_iteration=True).repeat()
-    return ds.batch(min(batch_size, n), drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    xt, yt = tf.nest.map_structure(tf.constant, x), tf.constant(y.astype(np.float32))
+    ds = index_batches(n, min(batch_size, n), True, seed).map(
+        lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt), tf.gather(yt, i)),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 class HeldOutScore(keras.callbacks.Callback):

@@ -270,11 +270,11 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
     monkeypatch.setattr(train.HeldOutScore, "__init__", record)
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
                       candidates=["bce_w", "brier"], refit=False, patience=patience,
-                      **{**FAST, "epochs": 8, "learning_rate": 0.3})
+                      **{**FAST, "epochs": 16, "learning_rate": 0.3})
     assert watches and set(fit.scores) == {"bce_w", "brier"}
     ran = [len(w.history) for w in watches]
     if patience is None:
-        assert ran == [8] * len(watches)
+        assert ran == [16] * len(watches)
     else:  # a pass ends one epoch after the last improvement of any of its nets
-        assert min(ran) < 8
-        assert max(w.best_epoch for w in watches) + patience >= max(ran) or max(ran) == 8
+        assert min(ran) < 16
+        assert max(w.best_epoch for w in watches) + patience >= max(ran) or max(ran) == 16
