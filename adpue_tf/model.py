@@ -35,6 +35,12 @@ from adpue_tf._internal.guards import (
     to_logits,
     with_checks,
 )
+from adpue_tf._internal.net_checks import (
+    check_from_logits,
+    check_one_output,
+    check_single_tensor,
+    input_shapes,
+)
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskTracker
@@ -44,58 +50,6 @@ from adpue_tf.risks._batch import check_sources, num_replicas
 __all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 
 DIRECT, INITIAL, SNAPSHOT = 0, 1, 2
-
-
-def _check_one_output(name: str, net: Any) -> None:
-    if not isinstance(net, keras.Model):
-        raise TypeError(f"`{name}` must be a keras.Model, got {type(net).__name__}.")
-    try:
-        output = net.output  # a dict of one output has an output_shape like a tensor
-    except (AttributeError, ValueError, RuntimeError):
-        output = None
-    _check_single_tensor(name, output)
-    try:
-        shape = net.output_shape
-    except (AttributeError, ValueError, RuntimeError):
-        return  # subclassed and not built: checked on the first batch by the loss
-    if isinstance(shape, (list, dict)) or (isinstance(shape, tuple) and shape and
-                                           isinstance(shape[0], tuple)):
-        raise ValueError(f"`{name}` must have a single output, got output shapes {shape}.")
-    if len(shape) > 2 or (len(shape) == 2 and shape[-1] != 1):
-        raise ValueError(
-            f"`{name}` must have one output unit (logit or probability), got output "
-            f"shape {shape}."
-        )
-
-
-def _ends_in_sigmoid(model: keras.Model) -> bool:
-    """Whether the last layer of ``model`` applies a sigmoid (its output is a probability)."""
-    layers = getattr(model, "layers", None)
-    if not layers:
-        return False
-    return getattr(getattr(layers[-1], "activation", None), "__name__", None) == "sigmoid"
-
-
-def _check_from_logits(name: str, model: keras.Model, from_logits: bool) -> None:
-    if from_logits and _ends_in_sigmoid(model):
-        raise ValueError(
-            f"`{name}` ends in a sigmoid activation, so it outputs probabilities, but the "
-            "loss has `from_logits=True`. Compile with `from_logits=False`, or drop the "
-            "sigmoid so that the model outputs logits.")
-
-
-def _input_shapes(model: keras.Model) -> list[tuple] | None:
-    inputs = getattr(model, "inputs", None) if model.built else None
-    return [tuple(t.shape[1:]) for t in inputs] if inputs else None
-
-
-def _check_single_tensor(name: str, out: Any) -> None:
-    if isinstance(out, dict):
-        raise ValueError(f"`{name}` must have a single output (one tensor: a logit or "
-                         f"probability per row), got a dict with keys {sorted(out)}.")
-    if isinstance(out, (list, tuple)):
-        raise ValueError(f"`{name}` must have a single output (one tensor: a logit or "
-                         f"probability per row), got a {type(out).__name__} of {len(out)}.")
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
@@ -171,7 +125,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     def __init__(self, net: keras.Model, *, initial_dagger: float | keras.Model = 0.5,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_one_output("net", net)
+        check_one_output("net", net)
         self.net = net
         try:
             self.snapshot = keras.models.clone_model(net)
@@ -184,8 +138,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 "returns its arguments.") from err
         self.snapshot.trainable = False
         if isinstance(initial_dagger, keras.Model):
-            _check_one_output("initial_dagger", initial_dagger)
-            net_in, guess_in = _input_shapes(net), _input_shapes(initial_dagger)
+            check_one_output("initial_dagger", initial_dagger)
+            net_in, guess_in = input_shapes(net), input_shapes(initial_dagger)
             if net_in is not None and guess_in is not None and net_in != guess_in:
                 raise ValueError(
                     f"`initial_dagger` takes inputs of shape {guess_in} but `net` takes "
@@ -285,7 +239,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             raise TypeError(
                 "`loss` must be an adpue_tf DebiasedLoss instance (e.g. "
                 f"adp.ADPUELoss()), got {type(loss).__name__}.")
-        _check_from_logits("net", self.net, loss.from_logits)
+        check_from_logits("net", self.net, loss.from_logits)
         if self.initial_model is not None:
             check_output_convention("`initial_dagger`", self.initial_model, from_logits=loss.from_logits)
         if self.initial_model is not None and not loss.uses_dagger:
@@ -326,7 +280,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
 
         def initial() -> Any:
             guess = self.initial_model(x, training=False)
-            _check_single_tensor("initial_dagger", guess)
+            check_single_tensor("initial_dagger", guess)
             return prob(guess, "the output of `initial_dagger`")
 
         def snapshot() -> Any:
@@ -347,7 +301,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         Also updates the risk metrics (``risk``, ``r_pos``, ``r_neg``, ``nn_fired``).
         """
         loss: DebiasedLoss = self.loss
-        _check_single_tensor("net", y_pred)
+        check_single_tensor("net", y_pred)
         # Features and output must be finite; the loss (hence every weight
         # gradient) waits for these checks, so no step applies a NaN update.
         stop = ("DebiasedModel: training stops before the weights are updated, as the "

@@ -30,10 +30,11 @@ from adpue_tf import losses
 from adpue_tf.experiments import baselines, linear_fit, linear_recipe, recommended, simulate
 from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.experiments.peers import elkan_noto, external_methods
+from adpue_tf.experiments.table1_config import LinearBenchConfig, recipe_config
 from adpue_tf.labels import Source, pack_e, pack_pu, pack_sse
 
 __all__ = ["LinearBenchConfig", "PUE_METHODS", "SSE_METHODS", "run_setting", "external_methods",
-           "em_note", "pue_methods"]
+           "em_note", "pue_methods", "recipe_config"]
 
 PUE_METHODS = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "EM", "Ratio", "IPS",
                "ADPUE-direct", "ADPUE", "ADPUE-ref")
@@ -44,102 +45,6 @@ SSE_METHODS = ("ADS", "PNU", "AD3SE")
 PUE_GROUP = ("Logit", "uPU", "nnPU", "uPU-sig", "nnPU-sig", "ADPUE-direct")
 #: Likewise the 3SE methods.
 SSE_GROUP = SSE_METHODS
-
-
-@dataclasses.dataclass(frozen=True)
-class LinearBenchConfig:
-    """Settings of the linear benchmark.
-
-    Attributes:
-        trials: trials per setting (seeds ``seed .. seed+trials-1``), >= 2.
-        alphas: split ratios ``α`` (share of the PU part), each in (0, 1).
-        datasets: LIBSVM data set names.
-        exposure_rate: target ``θ(e=1)`` of the exposure mechanism.
-        n_test: held-out rows per trial.
-        steps: full-batch Adam steps per fit (at most: see ``tol``).
-        learning_rate: Adam's learning rate.
-        tol: each linear model stops once its objective has converged: no more
-            than ``tol·max(|objective|, 1e-3)`` of change over 20 steps
-            (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`; ``0``,
-            the default and the committed table's protocol: all ``steps``).
-        em_max_iter: SAR-EM's maximum rounds (its stopping rule usually ends it before).
-        em_C: SAR-EM's inverse regularisation strength (scikit-learn's ``C``, the
-            reference's default 1.0; SAR-EM does not use ``l2``).
-        em_refit: SAR-EM's final propensity-weighted refit of the classifier
-            (on in the reference).
-        l2: L2 penalty on the weights of every linear model (regularised
-            logistic regression; without it the PU-type risks run away on the
-            small training sets: see the module docstring).
-        gamma: step of the non-negative correction for nnPU, ADPUE and AD3SE
-            (1.0: Kiryo et al.'s default; None: the paper's plain max).
-        pnu_eta: PNU's ``η``.
-        ad3se_alpha: AD3SE's ``α``.
-        seed: first seed.
-        data_dir: where the LIBSVM files are (default: see :mod:`adpue_tf.experiments.datasets`).
-        exposure_rates: several ``θ(e=1)`` for one run (``adpue-tf bench linear``
-            runs each); ``None``: ``(exposure_rate,)``. :func:`run_setting` reads
-            ``exposure_rate`` only.
-        files: extra LIBSVM files to run, keyed by their stem (``--file``).
-        positive: the label of ``files`` that is ``y = 1`` (``None``: ``+1``/``1``).
-        recipe_l2s, recipe_rounds, recipe_folds, recipe_criterion: the ``ADPUE``
-            column's selection grid (L2 strengths, rounds ``T = 0..recipe_rounds``),
-            cross-validation folds and score; see
-            :mod:`adpue_tf.experiments.linear_recipe`.
-        ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
-        exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
-            ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
-        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
-        recommended_epochs, recommended_learning_rate, recommended_min_steps,
-            recommended_folds: its settings
-            (``recommended.from_bench``); likewise ``recommended_candidates`` and
-            ``recommended_l2`` (None: ``l2``).
-    """
-
-    trials: int = 100
-    alphas: tuple[float, ...] = (0.3, 0.5)
-    datasets: tuple[str, ...] = ("australian", "w8a", "covtype", "mushrooms", "german")
-    exposure_rate: float = 0.5
-    n_test: int = 300
-    steps: int = 200
-    learning_rate: float = 0.05
-    tol: float = 0.0
-    em_max_iter: int = 500
-    em_C: float = 1.0
-    em_refit: bool = True
-    l2: float = 1e-2
-    gamma: float | None = 1.0
-    pnu_eta: float = 0.5
-    ad3se_alpha: float = 0.5
-    seed: int = 0
-    data_dir: str | None = None
-    exposure_rates: tuple[float, ...] | None = None
-    files: tuple[str, ...] = ()
-    positive: float | None = None
-    recipe_l2s: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
-    recipe_rounds: int = 5
-    recipe_folds: int = 3
-    recipe_criterion: str = "exposure_likelihood"
-    ips_clip: float = 0.05
-    exposure_mechanism: str = "paper"
-    recommended: bool = True
-    recommended_epochs: int = 20
-    recommended_learning_rate: float = 0.01
-    recommended_min_steps: int = 500
-    recommended_folds: int = 1
-    recommended_candidates: tuple[str, ...] | None = None
-    recommended_l2: float | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.trials, int) or self.trials < 2:
-            raise ValueError(
-                f"`trials` must be an int >= 2 to report a standard error, got {self.trials!r}.")
-        for a in self.alphas:
-            if not 0.0 < float(a) < 1.0:
-                raise ValueError(f"`alphas` must lie in (0, 1), got {a!r}.")
-        recipe_config(self)  # checks the ADPUE column's grid before any work
-        if self.exposure_mechanism not in simulate.MECHANISMS:
-            raise ValueError(f"`exposure_mechanism` must be one of {list(simulate.MECHANISMS)}, "
-                             f"got {self.exposure_mechanism!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,20 +236,6 @@ def _not_applicable(x: np.ndarray) -> np.ndarray:
     """NaN scores: the method cannot run on this data (e.g. SAR-EM's propensity
     reads x2..x13, which data with fewer than 13 features lack); its cells say n/a."""
     return np.full(x.shape[:2], np.nan)
-
-
-def recipe_config(cfg: LinearBenchConfig) -> linear_recipe.RecipeConfig:
-    """The ``ADPUE`` column's :class:`~adpue_tf.experiments.linear_recipe.RecipeConfig`.
-
-    Example:
-        >>> recipe_config(LinearBenchConfig()).l2s
-        (0.01, 0.03, 0.1, 0.3)
-    """
-    return linear_recipe.RecipeConfig(
-        l2s=tuple(cfg.recipe_l2s), max_rounds=cfg.recipe_rounds, folds=cfg.recipe_folds,
-        criterion=cfg.recipe_criterion, steps=cfg.steps, learning_rate=cfg.learning_rate,
-        tol=cfg.tol,
-        gamma=cfg.gamma, theta_l2=cfg.l2)
 
 
 def _adpue_recipe(st: _Stack, cfg: LinearBenchConfig, details: dict[str, Any]

@@ -27,10 +27,11 @@ import keras_tuner
 
 from adpue_tf._internal.checks import check_shape
 from adpue_tf._internal.convention import check_output_convention
+from adpue_tf._internal.net_checks import check_one_output
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import risk_metrics
-from adpue_tf.model import DebiasedModel, _check_one_output
+from adpue_tf.model import DebiasedModel
 from adpue_tf.tuning import _arguments as args_lib
 from adpue_tf.tuning import space
 from adpue_tf.tuning.objectives import (
@@ -208,7 +209,7 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             net = self.build_net(hp)
             if not isinstance(net, keras.Model):
                 raise TypeError(f"`build_net` must return a keras.Model, got {net!r}.")
-            _check_one_output("build_net(hp)", net)  # before Keras meets a second output
+            check_one_output("build_net(hp)", net)  # before Keras meets a second output
             check_output_convention("`build_net(hp)`", net, from_logits=True)
         model = (DebiasedModel(net, initial_dagger=self.initial_dagger) if self.alternate
                  else net)
