@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,13 +33,40 @@ __all__ = ["HeldOutScore", "StopWhenStale", "logits", "pu_batches", "steps_per_e
 _SCORE_BATCH = 8192
 
 
+def _forward(model: keras.Model, rows: int) -> Callable[[Any], Any]:
+    """``model(x, training=False)``: eager for fewer than :data:`_SCORE_BATCH` rows, else traced.
+
+    A net scores the same held-out rows after every epoch; on large sets a
+    traced forward pass (one per model, kept with it) is about 4x faster than
+    eager calls, and on small ones its tracing would cost more than it saves.
+    """
+    if rows < _SCORE_BATCH:
+        return lambda x: model(x, training=False)
+    fn = _TRACED.get(model)
+    if fn is None:
+        ref = weakref.ref(model)  # the cache must not keep the model alive
+
+        def call(x: Any) -> Any:
+            net = ref()
+            assert net is not None  # the cache entry dies with the model
+            return net(x, training=False)
+
+        fn = _TRACED[model] = tf.function(call, reduce_retracing=True)
+    return fn
+
+
+#: The traced forward pass of each model that scored a large set (dropped with the model).
+_TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def logits(model: keras.Model, x: Any) -> np.ndarray:
     """The model's logits on every row of ``x`` (array or dict), float64 ``(n,)``, in batches."""
     n = len(tf.nest.flatten(x)[0])
+    forward = _forward(model, n)
     parts = []
     for i in range(0, n, _SCORE_BATCH):
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
-        parts.append(np.reshape(keras.ops.convert_to_numpy(model(rows, training=False)), (-1,)))
+        parts.append(np.reshape(keras.ops.convert_to_numpy(forward(rows)), (-1,)))
     return np.concatenate(parts).astype(np.float64)
 
 
