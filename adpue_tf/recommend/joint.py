@@ -2,7 +2,7 @@
 
 The candidates whose risks read only the packed labels of a PUE batch (``θ̂``,
 ``bce_w``, ``brier``, ``exposed_pu``; then ``likelihood`` with ``θ̂`` as a
-label column) need nothing from each other during
+label column, over the PU rows alone) need nothing from each other during
 training. So one Keras model holds all their nets — one per candidate and
 fold, their logits side by side — and one pass over the batches feeds them
 all: each net's risk (:mod:`adpue_tf.risks`) sees only
@@ -33,9 +33,15 @@ from adpue_tf import risks
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
-from adpue_tf.labels import Source
+from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
-from adpue_tf.recommend.train import HeldOutScore, StopWhenStale, logits, steps_per_epoch
+from adpue_tf.recommend.train import (
+    HeldOutScore,
+    StopWhenStale,
+    logits,
+    pu_batches,
+    steps_per_epoch,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from adpue_tf.recommend.candidates import Stage
@@ -46,6 +52,8 @@ __all__ = ["LATER", "TOGETHER", "train_together"]
 TOGETHER = ("theta", "bce_w", "brier", "exposed_pu")
 #: Nets trained together once every fold's ``θ̂`` is known (a label column).
 LATER = ("likelihood",)
+#: Nets whose risks read PU rows alone: a pass of only these sees only PU rows.
+PU_ONLY = ("likelihood",)
 _E = float(Source.E)
 
 
@@ -105,11 +113,15 @@ class _KeepEpoch(keras.callbacks.Callback):
 
 def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
              theta_pu: np.ndarray, *, batch_size: int, seed: int,
-             steps: int) -> tf.data.Dataset:
-    """PUE batches whose labels carry each fold's ``θ̂`` and the row's fold."""
+             steps: int, pu_only: bool = False) -> tf.data.Dataset:
+    """PUE batches (``pu_only``: PU rows alone) whose labels carry each fold's ``θ̂`` and the row's fold."""
     def feats(rows: Rows, fold: np.ndarray, theta: np.ndarray) -> dict:
         return {"x": rows.x, "fold": fold.astype(np.float32)[:, None], "theta": theta}
 
+    if pu_only:  # risks that read PU rows alone: no E rows in the batches
+        y = np.concatenate([pack_pu(pu.y), theta_pu, pu_fold.astype(np.float32)[:, None]],
+                           axis=1)
+        return pu_batches(pu.x, y, batch_size=batch_size, seed=seed)
     theta_e = np.full((len(e), theta_pu.shape[1]), 0.5, np.float32)
     ds = pue_dataset(feats(pu, pu_fold, theta_pu), pu.y, feats(e, e_fold, theta_e), e.y,
                      batch_size=min(batch_size, len(pu) + len(e)), seed=seed,
@@ -165,13 +177,14 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     outs = [net(inputs) for net in nets.values()]
     model = keras.Model(inputs, outs[0] if len(outs) == 1 else
                         keras.layers.Concatenate()(outs))
-    rows = len(pu) + len(e)
+    pu_only = all(n in PU_ONLY for _, n in jobs)
+    rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
     model.compile(optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
     epochs = cfg.epochs if first.fixed is None else max(
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
-                    seed=first.seed_of(names[0]), steps=steps)
+                    seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only)
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
     stop = [StopWhenStale(watches, cfg.patience)] if watches else []
     try:
