@@ -162,6 +162,14 @@ def index_batches(n_rows: int, k: int, shuffle: bool, seed: int | None) -> tf.da
     return perms.rebatch(k, drop_remainder=True)
 
 
+def gathered_batches(x: Any, y: tf.Tensor, k: int, shuffle: bool,
+                     seed: int | None) -> tf.data.Dataset:
+    """Batches ``(x[i], y[i])`` of in-memory tensors (``x`` may be a nest) by :func:`index_batches`."""
+    return index_batches(int(y.shape[0]), k, shuffle, seed).map(
+        lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), x), tf.gather(y, i)),
+        num_parallel_calls=tf.data.AUTOTUNE)
+
+
 def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
     if is_structure(x):
@@ -204,8 +212,7 @@ def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape[1:], t.dtype), xt)
 
     def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        return index_batches(n_rows, k, shuffle, seed).map(
-            lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt), tf.gather(yt, i)))
+        return gathered_batches(xt, yt, k, shuffle, seed)
 
     return Stream(name, source, n_rows, spec, batches)
 

@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf.data._streams import index_batches
+from adpue_tf.data._streams import gathered_batches
 
 __all__ = ["HeldOutScore", "StopWhenStale", "logits", "pu_batches", "steps_per_epoch"]
 
@@ -87,10 +87,8 @@ def pu_batches(x: Any, y: np.ndarray, *, batch_size: int, seed: int) -> tf.data.
     work is per batch, not per row), as the data builders do with arrays.
     """
     n = len(y)
-    xt, yt = tf.nest.map_structure(tf.constant, x), tf.constant(y.astype(np.float32))
-    ds = index_batches(n, min(batch_size, n), True, seed).map(
-        lambda i: (tf.nest.map_structure(lambda t: tf.gather(t, i), xt), tf.gather(yt, i)),
-        num_parallel_calls=tf.data.AUTOTUNE)
+    ds = gathered_batches(tf.nest.map_structure(tf.constant, x),
+                          tf.constant(y.astype(np.float32)), min(batch_size, n), True, seed)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
