@@ -10,8 +10,9 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate);
-refit the winner on every row with the epochs chosen (with folds: the median
-over the folds; see :data:`FOLDS_FINAL`).
+refit the nets the winner predicts with on every row for the epochs chosen
+(with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
+split, the nets it only trains with (``θ̂``, say) are shared from the choice.
 """
 
 from __future__ import annotations
@@ -175,7 +176,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             small synthetic data five folds did not choose better than one
             split (``docs/guide/choosing-models.md``), and cost about 3x.
         final: what ``.model`` is, one of :data:`FINALS`: ``"refit"`` on all
-            rows, ``"average"`` of the fold models (one split: the model of
+            rows (the nets ``.model`` predicts with; with one split, a net
+            needed only to train them, such as ``θ̂``, is the choice step's),
+            ``"average"`` of the fold models (one split: the model of
             the training part), ``"auto"``: ``"refit"`` with one split,
             :data:`FOLDS_FINAL` with folds.
         patience: a training pass ends once none of its nets has improved its
@@ -272,6 +275,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     if final == "refit":
         whole = Stage(build_net, pu, ex, settings, epochs={n: max(1, v) for n, v in kept.items()},
                       parts=stages[0].parts, progress=show)
+        if k == 1:
+            _share_helpers(stages[0], whole, choice)
         train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
         refitted = whole.try_get(choice)
         if refitted is None:  # diverged on all rows: keep the fold models
@@ -292,6 +297,20 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final,
         fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
+
+
+def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:
+    """Give the refit the nets of the choice step that ``choice`` only trains with.
+
+    The nets ``choice`` predicts with are retrained on every row. A net it
+    only needs while training (``θ̂`` for the likelihood's column, ``bce_w``
+    and ``θ̂`` for ``adpue_ratio``'s first ``f†``) is the one of the choice
+    step, shared, as every candidate there shares one ``θ̂``.
+    """
+    predicts_with = set(chosen_from.heads[choice][0])
+    for name, net in chosen_from.models.items():
+        if chosen_from.heads[name][0] == (name,) and name not in predicts_with:
+            whole.install(name, net, chosen_from.best_epoch[name])
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,

@@ -278,3 +278,27 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
     else:  # a pass ends one epoch after the last improvement of any of its nets
         assert min(ran) < 16
         assert max(w.best_epoch for w in watches) + patience >= max(ran) or max(ran) == 16
+
+
+@pytest.mark.parametrize("candidate, built", [
+    # check + θ̂ and the likelihood net to choose + the likelihood net again: θ̂ is shared
+    ("likelihood", 4),
+    # Ratio predicts with q̂ and θ̂: both are retrained on every row
+    ("ratio", 5),
+])
+def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
+        data, candidate, built):
+    calls = []
+
+    def build():
+        calls.append(1)
+        return linear()()
+
+    fit = adp.fit_pue(build, data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=[candidate], **FAST)
+    assert fit.choice == candidate and fit.final == "refit"
+    assert len(calls) == built
+    chosen = fit.fold_models[candidate][0]
+    assert fit.model is not chosen
+    assert not all(np.array_equal(a, b) for a, b in
+                   zip(fit.model.get_weights(), chosen.get_weights()))
