@@ -103,15 +103,14 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
                     z = logits() + (b[:, None, :] if rows_major else b[..., None])
                     q = []     # each model's objective, (trials, models of the group) per group
                     for (lo, hi, (risk, opts)), (y_g, sw_g, form, coef) in zip(groups, labels):
-                        linear = coef is not None    # labels read once (None without a form)
                         if rows_major:   # (trials, rows, m); (trials·m, rows) for the risk
                             z_g = z[..., lo:hi]
-                            if not linear:
+                            if coef is None:
                                 z_g = tf.reshape(tf.transpose(z_g, (0, 2, 1)),
                                                  (trials * (hi - lo), rows))
                         else:
                             z_g = tf.reshape(z[:, lo:hi], (trials * (hi - lo), rows))
-                        if form is not None and coef is not None:
+                        if form is not None and coef is not None:  # labels read once
                             value = form.loss(coef, z_g, jit_compile=True,
                                               rows_axis=1 if rows_major else -1)
                         else:
@@ -186,7 +185,6 @@ def _adam_loop(gradients: Callable[[], tuple[list[tf.Tensor], tf.Tensor | None]]
         if q is None:
             assert objectives is not None
             q = tf.cond(check, objectives, lambda: last)
-        assert q is not None
         settled = (tf.abs(q - last) <= tol * tf.maximum(tf.abs(q), 1e-3)) & check & (i > 0)
         new = settled & ~frozen
         # A model that settles keeps the weights it has now (before this step's
