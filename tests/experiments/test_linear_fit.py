@@ -127,6 +127,46 @@ def test_exploded_logits_stop_the_dense_xla_fit_with_the_divergence_error():
     assert losses.is_divergence(info.value)
 
 
+def _chunks_of(monkeypatch, per: int, x: np.ndarray) -> None:
+    """Make the dense step run ``per`` trials a chunk (a fresh trace)."""
+    from adpue_tf.experiments import _linear_steps
+    monkeypatch.setattr(_linear_steps, "CHUNK_BYTES", per * 4 * x.shape[1] * x.shape[2])
+    _linear_steps._models_trainer.cache_clear()
+    assert _linear_steps._chunk_trials(len(x), x.shape[1], x.shape[2]) == per
+
+
+def test_the_dense_step_in_chunks_of_trials_gives_the_fit_of_one_program(monkeypatch):
+    """Chunks of 2 of 6 trials (the loop inside the XLA step): the same fit as all at once,
+    several risks with constants, weights and L2 per model, a warm start."""
+    x, y = _stack(trials=6, n=60)
+    rng = np.random.default_rng(1)
+    y4 = np.concatenate([y, rng.uniform(0.1, 0.9, (*y.shape[:2], 1)).astype(np.float32)], -1)
+    specs = [(risks.adpue, {"gamma": 1.0}), (risks.adpue, {"gamma": 1.0}), (risks.logit, {}),
+             (risks.nnpu, {"prior": 0.4})]
+    ys = np.repeat(y4[:, None], len(specs), axis=1)
+    sw = (rng.random(ys.shape[:3]) < 0.8).astype(np.float32)
+    kw = {"sample_weight": sw, "steps": 40, "l2": [0.0, 0.1, 0.01, 0.03], "sparse": False}
+    whole = linear_fit.fit_linear_models(x, ys, specs, **kw)
+    again = linear_fit.fit_linear_models(x, ys, specs, init=whole, **kw)
+    _chunks_of(monkeypatch, 2, x)
+    chunked = linear_fit.fit_linear_models(x, ys, specs, **kw)
+    np.testing.assert_allclose(chunked.weights, whole.weights, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(chunked.bias, whole.bias, rtol=1e-4, atol=1e-5)
+    more = linear_fit.fit_linear_models(x, ys, specs, init=chunked, **kw)
+    np.testing.assert_allclose(more.weights, again.weights, rtol=1e-4, atol=1e-5)
+    assert np.abs(whole.weights).max() > 0.1 and not np.allclose(whole.weights[0], whole.weights[3])
+
+
+def test_exploded_logits_in_one_chunk_stop_the_chunked_fit(monkeypatch):
+    from adpue_tf import losses
+    x, y = _stack(trials=4, n=60)
+    x[3, 5, 0] = 1e30   # the last chunk's logits leave ±1e4
+    _chunks_of(monkeypatch, 2, x)
+    with pytest.raises(Exception) as info:
+        linear_fit.fit_linear(x, y, risks.logit, steps=5, sparse=False)
+    assert losses.is_divergence(info.value)
+
+
 def test_bad_tol_type():
     with pytest.raises(TypeError, match="`tol` must be a number, got str"):
         linear_fit.fit_linear(np.zeros((2, 3, 1)), np.zeros((2, 3, 3)), risks.logit, steps=1,
