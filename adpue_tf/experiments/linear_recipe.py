@@ -34,7 +34,8 @@ from adpue_tf.experiments.linear_fit import LinearFit, _check_tol, fit_linear_mo
 from adpue_tf.labels import Source, check_finite
 from adpue_tf.validation import exposure_nll
 
-__all__ = ["CRITERIA", "RecipeConfig", "RecipeResult", "fit_recipe", "reference_risk_value"]
+__all__ = ["CRITERIA", "RecipeConfig", "RecipeResult", "fit_recipe", "helper_models",
+           "reference_risk_value"]
 
 #: The selection criteria (SPEC.md, observable validation scores).
 CRITERIA = ("exposure_likelihood", "reference_risk")
@@ -193,15 +194,66 @@ def _folds(is_pu: np.ndarray, k: int) -> np.ndarray:
     return np.where(is_pu, rank_pu, rank_e) % k
 
 
+def helper_models(y: Any, cfg: RecipeConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The recipe's first fit: ``θ̂`` (of ``E``) and ``q̂`` (of ``W``) of every data view.
+
+    A trial's views are its ``cfg.folds`` training folds and all its rows
+    (view ``folds``). Fit them with ``risks.logit``, L2 ``cfg.theta_l2``,
+    ``cfg.steps`` steps at ``cfg.learning_rate`` and ``cfg.tol``
+    (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`) and give the
+    fit to :func:`fit_recipe` as ``helpers``: a caller that fits other models
+    on the same features can fit these with them, in one pass over the features.
+
+    Args:
+        y: packed labels ``(trials, rows, 3)`` of PU and E rows (as :func:`fit_recipe`).
+        cfg: the settings.
+
+    Returns:
+        ``(labels, sample_weight)``: ``(trials, 2·(folds + 1), rows, 3)`` and
+        ``(trials, 2·(folds + 1), rows)``, float32; per trial the ``θ̂`` of each
+        view, then the ``q̂`` of each view.
+
+    Example:
+        >>> from adpue_tf.labels import pack_e, pack_pu
+        >>> y = np.concatenate([pack_pu([1, 0, 0]), pack_e([1, 0, 1])])[None]
+        >>> labels, weight = helper_models(y, RecipeConfig(folds=3))
+        >>> labels.shape, weight.shape
+        ((1, 8, 6, 3), (1, 8, 6))
+    """
+    y = np.asarray(y, np.float32)
+    trials, n = y.shape[:2]
+    v = cfg.folds + 1                         # view j of a trial: fold j held out; j = folds: none
+    ym = np.repeat(y, v, axis=0)
+    fold_of_model = np.tile(np.arange(v), trials)
+    w, e = ym[..., 0], ym[..., 1]
+    is_pu = ym[..., 2] == int(Source.PU)
+    train = (_folds(is_pu, cfg.folds) != fold_of_model[:, None]).astype(np.float32)
+    theta_w = (train if cfg.theta_rows == "training" else np.ones_like(train)) * ~is_pu
+    labels = np.zeros((2, trials, v, n, 3), np.float32)          # θ̂ of E, then q̂ of W
+    labels[..., 0] = np.stack([e, w]).reshape(2, trials, v, n)
+    labels[..., 2] = int(Source.PU)
+    weight = np.stack([theta_w, train * is_pu]).reshape(2, trials, v, n)
+    return (labels.swapaxes(0, 1).reshape(trials, 2 * v, n, 3),
+            weight.swapaxes(0, 1).reshape(trials, 2 * v, n).astype(np.float32))
+
+
+def _fit_helpers(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None
+                 ) -> LinearFit:
+    labels, weight = helper_models(y, cfg)
+    return fit_linear_models(x, labels, risks.logit, steps=cfg.steps,
+                             learning_rate=cfg.learning_rate, l2=cfg.theta_l2, sparse=sparse,
+                             tol=cfg.tol, sample_weight=weight)
+
+
 def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None = None,
-           ) -> tuple[dict, np.ndarray, np.ndarray]:
+           helpers: LinearFit | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
     """Scores of every candidate and the refitted chains for one chunk of trials.
 
     A trial's ``folds + 1`` data views (fold ``folds``: all rows) are row
     weights on its one feature matrix, so its models share it
     (:func:`~adpue_tf.experiments.linear_fit.fit_linear_models`): ``θ̂`` and
-    ``q̂`` of every view in one fit, and each round of every ``l2``'s chain in
-    one fit.
+    ``q̂`` of every view in one fit (:func:`helper_models`; ``helpers``: that
+    fit, made by the caller), and each round of every ``l2``'s chain in one fit.
     """
     trials, n, d = x.shape
     k = cfg.folds
@@ -214,10 +266,6 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None 
     row_fold = _folds(is_pu, k)
     held = (row_fold == fold_of_model[:, None]).astype(np.float64)   # none for the full models
     train = 1.0 - held
-    theta_w = (train if cfg.theta_rows == "training" else np.ones_like(train)) * ~is_pu
-    logit_y = np.zeros((m * 2, n, 3), np.float32)             # θ̂ of E, then q̂ of W, per view
-    logit_y[..., 0] = np.concatenate([e, w])
-    logit_y[..., 2] = int(Source.PU)
 
     def per_trial(a: np.ndarray, views: int) -> np.ndarray:   # (views·m', ...) -> (trials, ...)
         return a.reshape(views, trials, v, *a.shape[1:]).swapaxes(0, 1).reshape(
@@ -227,10 +275,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None 
         return a.reshape(trials, views, v, *a.shape[2:]).swapaxes(0, 1).reshape(
             views * m, *a.shape[2:])
 
-    tq = fit_linear_models(x, per_trial(logit_y, 2), risks.logit, steps=cfg.steps,
-                           learning_rate=cfg.learning_rate, l2=cfg.theta_l2, sparse=sparse,
-                           tol=cfg.tol,
-                           sample_weight=per_trial(np.concatenate([theta_w, train * is_pu]), 2))
+    tq = _fit_helpers(x, y, cfg, sparse) if helpers is None else helpers
     theta, q = np.split(sigmoid(per_model(tq.logits(x), 2)), 2)
     ref = np.clip(q / np.maximum(theta, THETA_FLOOR), 0.0, 1.0)
     pi_w = np.clip(_masked_mean(w, train * is_pu), 1e-6, 1 - 1e-6)
@@ -272,7 +317,7 @@ def _chunk(x: np.ndarray, y: np.ndarray, cfg: RecipeConfig, sparse: bool | None 
 
 
 def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None, *,
-               sparse: bool | None = None) -> RecipeResult:
+               sparse: bool | None = None, helpers: LinearFit | None = None) -> RecipeResult:
     """Choose ``(l2, T)`` per trial by cross-validation on its PU/E rows; refit on all rows.
 
     Args:
@@ -285,6 +330,9 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None, *,
             are non-zero), as in
             :func:`~adpue_tf.experiments.linear_fit.fit_linear_models`, whose
             fits agree to float32 rounding (see there).
+        helpers: the fit of :func:`helper_models` on ``x`` (weights
+            ``(trials, 2·(folds + 1), features)``), made by the caller; None:
+            fitted here.
 
     Returns:
         A :class:`RecipeResult` (its :meth:`RecipeResult.logits` are the
@@ -309,6 +357,12 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None, *,
         if ((src == int(s)).sum(1) < cfg.folds).any():
             raise ValueError(f"every trial needs at least `folds`={cfg.folds} {name} rows.")
     trials, n, d = x.shape
+    views = 2 * (cfg.folds + 1)
+    if helpers is not None and (np.shape(helpers.weights) != (trials, views, d)
+                                or np.shape(helpers.bias) != (trials, views)):
+        raise ValueError(f"`helpers` must be the fit of helper_models: weights {(trials, views, d)} "
+                         f"and bias {(trials, views)}, got {np.shape(helpers.weights)} and "
+                         f"{np.shape(helpers.bias)}.")
     per_trial = n * d + len(cfg.l2s) * (cfg.folds + 1) * n * 8  # features; each model's rows
     per = max(1, min(trials, cfg.max_floats // per_trial))
     chunks = math.ceil(trials / per)
@@ -316,8 +370,14 @@ def fit_recipe(x: Any, y: Any, cfg: RecipeConfig | None = None, *,
     pad = chunks * per - trials
     xp = np.concatenate([x, np.repeat(x[:1], pad, axis=0)]) if pad else x
     yp = np.concatenate([y, np.repeat(y[:1], pad, axis=0)]) if pad else y
-    parts = [_chunk(xp[c * per:(c + 1) * per], yp[c * per:(c + 1) * per], cfg, sparse)
-             for c in range(chunks)]
+    parts = []
+    for c in range(chunks):
+        rows = np.arange(c * per, (c + 1) * per)
+        rows[rows >= trials] = 0                  # the padding repeats trial 0, as xp and yp
+        part = None if helpers is None else LinearFit(np.asarray(helpers.weights)[rows],
+                                                      np.asarray(helpers.bias)[rows])
+        parts.append(_chunk(xp[c * per:(c + 1) * per], yp[c * per:(c + 1) * per], cfg, sparse,
+                            part))
     scores = {c: np.concatenate([p[0][c] for p in parts])[:trials] for c in CRITERIA}
     weights = np.concatenate([p[1] for p in parts])[:trials]
     bias = np.concatenate([p[2] for p in parts])[:trials]

@@ -122,41 +122,105 @@ def _specs(names: tuple[str, ...], prior_y: float, cfg: LinearBenchConfig
     return {n: (_risk(table[n][0]), table[n][1]) for n in names}
 
 
+@dataclasses.dataclass(frozen=True)
+class _Helpers:
+    """Models another method needs, fitted with a group on its stack's features.
+
+    ``labels`` ``(trials, models, rows, 3)``, ``weight`` the row weights
+    ``(trials, models, rows)``, every model fitted with ``risk`` and L2 ``l2``.
+    """
+
+    risk: Callable[..., Any]
+    labels: np.ndarray
+    weight: np.ndarray
+    l2: float
+
+
 class _Group:
     """The plain-risk methods of one stack, fitted together on first use.
 
     One :func:`~adpue_tf.experiments.linear_fit.fit_linear_models` call: each
     model follows the full-batch Adam trajectory of its own :func:`_fit`, so
-    the weights are the same up to float32 rounding. If that fit stops on the
-    divergence guard (:func:`adpue_tf.losses.is_divergence`), each method is
-    fitted on its own when asked for, as :func:`_fit` alone would: one
-    diverging method does not take the others down. Other errors are raised.
+    the weights are the same up to float32 rounding. ``helpers`` are other
+    methods' models on the same features (Ratio's ``q̂`` and ``θ̂``, the
+    recipe's first fit), fitted in the same call: a step's cost is mostly the
+    pass over the features, whatever the number of models (on the dense path),
+    so they come almost free. If that fit stops on the divergence guard
+    (:func:`adpue_tf.losses.is_divergence`), each method is fitted on its own
+    when asked for, as :func:`_fit` alone would, and :meth:`helper` gives None
+    (its method fits its models itself): one diverging model does not take
+    the others down. Other errors are raised.
     """
 
     def __init__(self, st: _Stack, specs: dict[str, tuple[Callable[..., Any], dict[str, Any]]],
-                 cfg: LinearBenchConfig) -> None:
+                 cfg: LinearBenchConfig, helpers: dict[str, _Helpers] | None = None) -> None:
         self.st, self.specs, self.cfg = st, specs, cfg
+        self.helpers = helpers or {}
         self.fit: linear_fit.LinearFit | None = None
         self.failed = False
+
+    def _fit_all(self) -> None:
+        if self.fit is not None or self.failed:
+            return
+        st, cfg, n = self.st, self.cfg, len(self.specs)
+        specs = list(self.specs.values())
+        labels = [np.repeat(st.y[:, None], n, axis=1)]
+        weight = [np.ones((len(st.x), n, st.x.shape[1]), np.float32)]
+        l2 = [cfg.l2] * n
+        for h in self.helpers.values():
+            k = h.labels.shape[1]
+            specs += [(h.risk, {})] * k
+            labels.append(h.labels)
+            weight.append(h.weight)
+            l2 += [h.l2] * k
+        try:
+            self.fit = linear_fit.fit_linear_models(
+                st.x, np.concatenate(labels, axis=1), specs, steps=cfg.steps,
+                learning_rate=cfg.learning_rate, l2=l2, tol=cfg.tol,
+                sample_weight=np.concatenate(weight, axis=1))
+        except (tf.errors.InvalidArgumentError, ValueError) as e:
+            if not losses.is_divergence(e):  # only the guard's stop falls back
+                raise
+            self.failed = True
 
     def logits(self, name: str) -> Callable[[np.ndarray], np.ndarray]:
         """The score function of method ``name``."""
         risk, options = self.specs[name]
-        if self.fit is None and not self.failed:
-            names = list(self.specs)
-            y = np.repeat(self.st.y[:, None], len(names), axis=1)
-            try:
-                self.fit = linear_fit.fit_linear_models(
-                    self.st.x, y, [self.specs[n] for n in names], steps=self.cfg.steps,
-                    learning_rate=self.cfg.learning_rate, l2=self.cfg.l2, tol=self.cfg.tol)
-            except (tf.errors.InvalidArgumentError, ValueError) as e:
-                if not losses.is_divergence(e):  # only the guard's stop falls back
-                    raise
-                self.failed = True
+        self._fit_all()
         if self.fit is None:
             return _fit(self.st, risk, self.cfg, **options).logits
         k = list(self.specs).index(name)
         return linear_fit.LinearFit(self.fit.weights[:, k], self.fit.bias[:, k]).logits
+
+    def helper(self, name: str) -> linear_fit.LinearFit | None:
+        """The models of helper ``name`` (weights ``(trials, models, features)``), or None."""
+        if name not in self.helpers:
+            return None
+        self._fit_all()
+        if self.fit is None:
+            return None
+        start = len(self.specs)
+        for key, h in self.helpers.items():
+            stop = start + h.labels.shape[1]
+            if key == name:
+                return linear_fit.LinearFit(self.fit.weights[:, start:stop],
+                                            self.fit.bias[:, start:stop])
+            start = stop
+        raise AssertionError(name)  # unreachable: name is a key
+
+
+def _pue_helpers(st: _Stack, cfg: LinearBenchConfig) -> dict[str, _Helpers]:
+    """Ratio's ``q̂`` (of ``W``, PU rows) and ``θ̂`` (of ``E``, E rows; IPS's too), and the
+    recipe's first fit (:func:`~adpue_tf.experiments.linear_recipe.helper_models`)."""
+    pu = (st.y[..., 2] == int(Source.PU)).astype(np.float32)
+    labels = np.zeros((*st.y.shape[:2], 2, 3), np.float32)
+    labels[..., 0, 0], labels[..., 1, 0] = st.y[..., 0], st.y[..., 1]   # W; E
+    labels[..., 2] = int(Source.PU)                 # a logistic regression of column 0
+    weight = np.stack([pu, 1.0 - pu], axis=1)
+    recipe_labels, recipe_weight = linear_recipe.helper_models(st.y, recipe_config(cfg))
+    return {"ratio": _Helpers(_risk("Logit"), labels.swapaxes(1, 2), weight, cfg.l2),
+            "recipe": _Helpers(_risk("Logit"), recipe_labels, recipe_weight,
+                               recipe_config(cfg).theta_l2)}
 
 
 def _parts(st: _Stack, t: int, source: Source) -> np.ndarray:
@@ -170,14 +234,31 @@ def _same_positions(st: _Stack, rows: np.ndarray, source: Source) -> None:
         raise ValueError(f"every trial must hold its {source.name} rows at the same positions")
 
 
-def _ratio(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
-    """q̂(w=1|x) from the PU rows, θ̂(e=1|x) from the E rows; score = q̂/θ̂ - 1/2."""
+#: Floor on θ̂ in Ratio's ``q̂/θ̂``.
+RATIO_THETA_FLOOR = 1e-6
+
+
+def _ratio_fit(st: _Stack, cfg: LinearBenchConfig, group: _Group) -> baselines.RatioFit:
+    """Ratio's ``q̂`` and ``θ̂``: the group's helpers, or (the group fell back) fitted here."""
+    both = group.helper("ratio")
+    if both is not None:
+        q, theta = (linear_fit.LinearFit(both.weights[:, j], both.bias[:, j]) for j in (0, 1))
+        return baselines.RatioFit(q, theta, RATIO_THETA_FLOOR)
     pu, e = _parts(st, 0, Source.PU), _parts(st, 0, Source.E)
     _same_positions(st, pu, Source.PU)
     _same_positions(st, e, Source.E)
-    fit = baselines.fit_ratio(st.x[:, pu], st.y[:, pu, 0], st.x[:, e], st.y[:, e, 1],
-                              l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate,
-                              tol=cfg.tol)
+    return baselines.fit_ratio(st.x[:, pu], st.y[:, pu, 0], st.x[:, e], st.y[:, e, 1],
+                               l2=cfg.l2, steps=cfg.steps, learning_rate=cfg.learning_rate,
+                               tol=cfg.tol, theta_floor=RATIO_THETA_FLOOR)
+
+
+def _ratio(st: _Stack, cfg: LinearBenchConfig, group: _Group) -> Callable[[np.ndarray], np.ndarray]:
+    """q̂(w=1|x) from the PU rows, θ̂(e=1|x) from the E rows; score = q̂/θ̂ - 1/2.
+
+    Both logistic regressions (L2 ``l2``, ``steps``) are fitted with the PUE
+    group, as models that weigh only their rows (:func:`_pue_helpers`).
+    """
+    fit = _ratio_fit(st, cfg, group)
     return lambda x: fit.predict_proba(x) - 0.5
 
 
@@ -216,17 +297,13 @@ def em_note(cfg: LinearBenchConfig) -> str:
             f"{cfg.em_max_iter} rounds, {refit} the final propensity-weighted refit.")
 
 
-def _ips(st: _Stack, cfg: LinearBenchConfig) -> Callable[[np.ndarray], np.ndarray]:
+def _ips(st: _Stack, cfg: LinearBenchConfig, group: _Group) -> Callable[[np.ndarray], np.ndarray]:
     """IPS (Saito et al. 2020): BCE on ``W`` weighted by ``1/max(θ̂, ips_clip)`` (``risks.ips``).
 
-    ``θ̂(e=1|x)``: a logistic regression of ``E`` on the trial's E rows (Ratio's
-    ``θ̂``, :func:`~adpue_tf.experiments.baselines.fit_logistic`: ``l2``,
-    ``steps``), passed in label column 3.
+    ``θ̂(e=1|x)``: Ratio's, a logistic regression of ``E`` on the trial's E rows
+    (:func:`_ratio_fit`: ``l2``, ``steps``), passed in label column 3.
     """
-    e = _parts(st, 0, Source.E)
-    _same_positions(st, e, Source.E)
-    theta = baselines.fit_logistic(st.x[:, e], st.y[:, e, 1], l2=cfg.l2, steps=cfg.steps,
-                                   learning_rate=cfg.learning_rate, tol=cfg.tol)
+    theta = _ratio_fit(st, cfg, group).theta
     dagger = sigmoid(theta.logits(st.x))
     y4 = np.concatenate([st.y, dagger[..., None]], axis=-1).astype(np.float32)
     return _fit(st, _risk("IPS"), cfg, y=y4, clip=cfg.ips_clip).logits
@@ -238,14 +315,17 @@ def _not_applicable(x: np.ndarray) -> np.ndarray:
     return np.full(x.shape[:2], np.nan)
 
 
-def _adpue_recipe(st: _Stack, cfg: LinearBenchConfig, details: dict[str, Any]
-                  ) -> Callable[[np.ndarray], np.ndarray]:
+def _adpue_recipe(st: _Stack, cfg: LinearBenchConfig, details: dict[str, Any],
+                  group: _Group | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """The recommended recipe (:func:`~adpue_tf.experiments.linear_recipe.fit_recipe`).
 
     It is given the training rows and their packed ``(W, E, source)`` only:
     never ``st.hidden`` or the test labels. Its choices go to ``details``.
+    Its first fit (``θ̂`` and ``q̂`` of every fold) is the group's helper
+    ``"recipe"`` when ``group`` has it.
     """
-    res = linear_recipe.fit_recipe(st.x, st.y, recipe_config(cfg))
+    helpers = None if group is None else group.helper("recipe")
+    res = linear_recipe.fit_recipe(st.x, st.y, recipe_config(cfg), helpers=helpers)
     other = "reference_risk"  # the ADPUE-ref column: the same candidates, the other score
     details["ADPUE"] = {"l2": res.l2.tolist(), "rounds": res.rounds.tolist(),
                         "criterion": cfg.recipe_criterion}
@@ -297,14 +377,14 @@ def run_setting(x: np.ndarray, y: np.ndarray, prior_y: float, cfg: LinearBenchCo
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     details = {} if details is None else details
     pue = _stack(simulate.simulate_pue, x, y, cfg, alpha, features)
-    group = _Group(pue, _specs(PUE_GROUP, prior_y, cfg), cfg)
+    group = _Group(pue, _specs(PUE_GROUP, prior_y, cfg), cfg, _pue_helpers(pue, cfg))
     fits: dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]] = {
         **{n: functools.partial(group.logits, n) for n in PUE_GROUP},
-        "IPS": lambda: _ips(pue, cfg),
+        "IPS": lambda: _ips(pue, cfg, group),
         "EM": lambda: (_sar_em(pue, cfg) if x.shape[1] > max(PROPENSITY_FEATURES)
                        else _not_applicable),
-        "Ratio": lambda: _ratio(pue, cfg),
-        "ADPUE": lambda: _adpue_recipe(pue, cfg, details),
+        "Ratio": lambda: _ratio(pue, cfg, group),
+        "ADPUE": lambda: _adpue_recipe(pue, cfg, details, group),
         "ADPUE-ref": lambda: functools.partial(details.pop("_recipe").logits,
                                                criterion=details["ADPUE-ref"]["criterion"]),
         "ElkanNoto": lambda: elkan_noto(pue.x, pue.y, cfg.seed),

@@ -7,7 +7,7 @@ import pytest
 
 from adpue_tf import risks
 from adpue_tf._internal.guards import DivergedError
-from adpue_tf.experiments import linear_fit, simulate, table1
+from adpue_tf.experiments import linear_fit, linear_recipe, simulate, table1
 
 # tiny: 3 trials, few steps; gamma, eta and alpha off their defaults so that a
 # method given another's options shows
@@ -66,10 +66,10 @@ def _run(monkeypatch):
     scores, reported = {}, []
     nan = table1._not_applicable
     for f in ("_sar_em", "_ratio", "_ips"):
-        monkeypatch.setattr(table1, f, lambda st, cfg: nan)
+        monkeypatch.setattr(table1, f, lambda st, cfg, *group: nan)
     monkeypatch.setattr(table1, "elkan_noto", lambda *a: nan)
 
-    def recipe(st, cfg, details):
+    def recipe(st, cfg, details, group=None):
         details["ADPUE-ref"] = {"criterion": "reference_risk"}
         details["_recipe"] = type("R", (), {"logits": staticmethod(lambda x, criterion: nan(x))})
         return nan
@@ -134,3 +134,52 @@ def test_other_errors_of_the_group_are_raised(monkeypatch):
     monkeypatch.setattr(linear_fit, "fit_linear_models", broken)
     with pytest.raises(ValueError, match="bad `x`"):
         _run(monkeypatch)
+
+
+# -- helpers fitted with the PUE group: Ratio's q̂ and θ̂ (IPS's θ̂), the recipe's first fit --
+
+@pytest.fixture(scope="module")
+def pue_stack():
+    x, y = _data()
+    return table1._stack(simulate.simulate_pue, x, y, CFG, ALPHA)
+
+
+def _groups(st):
+    """The PUE group with its helpers, fitted; and one whose fit fell back (no helpers)."""
+    group = table1._Group(st, table1._specs(table1.PUE_GROUP, PRIOR, CFG), CFG,
+                          table1._pue_helpers(st, CFG))
+    fell_back = table1._Group(st, table1._specs(table1.PUE_GROUP, PRIOR, CFG), CFG,
+                              table1._pue_helpers(st, CFG))
+    fell_back.failed = True
+    return group, fell_back
+
+
+def test_ratio_and_ips_from_the_group_equal_their_own_fits(pue_stack):
+    group, alone = _groups(pue_stack)
+    assert group.helper("ratio") is not None and alone.helper("ratio") is None
+    for method in (table1._ratio, table1._ips):
+        np.testing.assert_allclose(method(pue_stack, CFG, group)(pue_stack.x_test),
+                                   method(pue_stack, CFG, alone)(pue_stack.x_test),
+                                   rtol=1e-4, atol=1e-4, err_msg=method.__name__)
+    # the fallback fits q̂ and θ̂ on the sliced rows (baselines.fit_ratio): the models agree
+    a, b = (table1._ratio_fit(pue_stack, CFG, g) for g in (group, alone))
+    for part in ("q", "theta"):
+        np.testing.assert_allclose(getattr(a, part).weights, getattr(b, part).weights,
+                                   rtol=1e-4, atol=1e-5, err_msg=part)
+    assert np.abs(a.theta.weights).max() > 0.05 and not np.allclose(a.q.weights, a.theta.weights)
+
+
+def test_the_recipe_from_the_group_equals_the_recipe_alone(pue_stack):
+    group, alone = _groups(pue_stack)
+    helped, own = {}, {}
+    f1 = table1._adpue_recipe(pue_stack, CFG, helped, group)
+    f2 = table1._adpue_recipe(pue_stack, CFG, own, alone)
+    np.testing.assert_allclose(f1(pue_stack.x_test), f2(pue_stack.x_test), rtol=1e-4, atol=1e-4)
+    assert helped["ADPUE"] == own["ADPUE"] and helped["ADPUE-ref"] == own["ADPUE-ref"]
+    # the group's helper is the fit of helper_models (the recipe's own first fit)
+    labels, weight = linear_recipe.helper_models(pue_stack.y, table1.recipe_config(CFG))
+    first = linear_fit.fit_linear_models(pue_stack.x, labels, risks.logit, steps=CFG.steps,
+                                         learning_rate=CFG.learning_rate, l2=CFG.l2,
+                                         sample_weight=weight)
+    np.testing.assert_allclose(group.helper("recipe").weights, first.weights, rtol=1e-4,
+                               atol=1e-5)

@@ -297,3 +297,22 @@ def test_recipe_equals_its_one_l2_at_a_time_chains():
         np.testing.assert_allclose(both.weights[:, i], alone.weights[:, 0], rtol=1e-4, atol=1e-5)
         for c in linear_recipe.CRITERIA:
             np.testing.assert_allclose(both.scores[c][:, i], alone.scores[c][:, 0], rtol=1e-5)
+
+
+def test_helpers_fitted_by_the_caller_give_the_same_recipe(pue_stack, recipe):
+    """`helper_models` fitted outside (as Table 1 fits it with its group) = the recipe's own first fit."""
+    cfg = dataclasses.replace(table1.recipe_config(CFG), max_floats=25_000)  # 2 chunks of 2: padded
+    labels, weight = linear_recipe.helper_models(pue_stack.y, cfg)
+    assert labels.shape == (3, 8, pue_stack.y.shape[1], 3) and weight.shape == labels.shape[:3]
+    first = linear_fit.fit_linear_models(pue_stack.x, labels, risks.logit, steps=cfg.steps,
+                                         learning_rate=cfg.learning_rate, l2=cfg.theta_l2,
+                                         sample_weight=weight)
+    helped = linear_recipe.fit_recipe(pue_stack.x, pue_stack.y, cfg, helpers=first)
+    own = linear_recipe.fit_recipe(pue_stack.x, pue_stack.y, cfg)
+    for c in linear_recipe.CRITERIA:
+        np.testing.assert_array_equal(helped.scores[c], own.scores[c])
+        np.testing.assert_allclose(own.scores[c], recipe.scores[c], rtol=1e-4)
+    np.testing.assert_array_equal(helped.weights, own.weights)
+    with pytest.raises(ValueError, match="`helpers` must be the fit of helper_models"):
+        linear_recipe.fit_recipe(pue_stack.x, pue_stack.y, cfg,
+                                 helpers=linear_fit.LinearFit(first.weights[:, :2], first.bias))
