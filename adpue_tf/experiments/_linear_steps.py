@@ -69,10 +69,13 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
         return one_model
 
     def steps(logits: Callable[[], tf.Tensor], y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor,
-              x_dense: tf.Tensor | None = None, rows_major: bool = False) -> tf.Tensor:
+              x_dense: tf.Tensor | None = None, rows_major: bool = False,
+              x_sparse: tf.SparseTensor | None = None) -> tf.Tensor:
         """The loop; ``logits()`` is ``(trials, models, rows)``, or ``(trials, rows,
         models)`` if ``rows_major`` (then the linear forms' coefficients are
-        transposed once, not the logits and their gradient at every step)."""
+        transposed once, not the logits and their gradient at every step;
+        ``x_sparse``: the features of the sparse path, whose ``logits()`` are
+        their product with the weights)."""
         labels = []        # loop-invariant: each group's labels and row weights, per model
         for lo, hi, (risk, opts) in groups:
             m = trials * (hi - lo)
@@ -97,6 +100,19 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             def fused_objective_values() -> tf.Tensor:
                 return fused_objectives(w.value(), b.value())
             objectives = fused_objective_values
+        elif x_sparse is not None and all(coef is not None for *_, coef in labels):
+            losses_of = _fused_losses(groups, labels, k)
+
+            def gradients() -> tuple[list[tf.Tensor], tf.Tensor | None]:
+                # the gradient written out: the losses' in one XLA program, the
+                # product's as its transpose (what the tape would compute)
+                values, dz, ok, low, high = losses_of(logits() + b[:, None, :])
+                with tf.control_dependencies([risks_lib.linear.logits_check(ok, low, high)]):
+                    dwt = tf.sparse.sparse_dense_matmul(
+                        x_sparse, tf.reshape(dz, (trials * rows, k)), adjoint_a=True)
+                dw = tf.transpose(tf.reshape(dwt, (trials, dim, k)), (0, 2, 1))
+                grads = [dw + 2.0 * penalty * w, tf.reduce_sum(dz, axis=1)]
+                return grads, values + tf.reduce_sum(penalty * tf.square(w), axis=-1)
         else:
             def gradients() -> tuple[list[tf.Tensor], tf.Tensor | None]:
                 with tf.GradientTape() as tape:
@@ -142,7 +158,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             wt = tf.reshape(tf.transpose(w, (0, 2, 1)), (trials * dim, k))
             return tf.reshape(tf.sparse.sparse_dense_matmul(x, wt), (trials, rows, k))
 
-        return steps(logits, y, sw, n, rows_major=True)
+        return steps(logits, y, sw, n, rows_major=True, x_sparse=x)
 
     return w, b, optimizer, train_sparse
 
@@ -288,6 +304,34 @@ def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, tr
 
     return (tf.function(program, jit_compile=True, autograph=False),
             tf.function(objectives, jit_compile=True, autograph=False))
+
+
+def _fused_losses(groups: list, labels: list, k: int) -> Callable[..., Any]:
+    """One XLA program for the sparse path's losses: logits ``(trials, rows, models)`` to
+    each model's loss ``(trials, models)``, their gradient with respect to the
+    logits, and the check of the logits (``ok``, min, max) for
+    :func:`~adpue_tf.risks.linear.logits_check` outside the program.
+
+    One program for every group instead of one per group with the slices,
+    checks and concatenations between them, and the gradient of the product
+    written out (its transpose) instead of a tape: Table 1's PUE group with its
+    helpers on w8a (100 trials × 1,500 rows × 300 features, 16 models in 7
+    groups), a warm fit 19.6 → 14.5 s, the six plain-risk models alone
+    12.0 → 9.3 s (2 CPU cores).
+    """
+    forms = [(lo, hi, form, coef) for (lo, hi, _), (*_, form, coef) in zip(groups, labels)]
+
+    def program(z: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            values = [form.loss(coef, z if hi - lo == k else z[..., lo:hi], check=False,
+                                rows_axis=1) for lo, hi, form, coef in forms]
+            total = tf.add_n([tf.reduce_sum(v) for v in values])
+        ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
+        return (tf.concat(values, axis=1), tape.gradient(total, z), ok, tf.reduce_min(z),
+                tf.reduce_max(z))
+
+    return tf.function(program, jit_compile=True, autograph=False)
 
 
 #: Bytes of features per chunk of trials in :func:`_fused_step`'s loop (see there).
