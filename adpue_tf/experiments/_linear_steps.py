@@ -12,6 +12,7 @@ with the divergence stop and, given ``tol``, each model's convergence stop
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable
 
 import keras
@@ -29,11 +30,12 @@ RiskSpec = tuple[Callable[..., risks_lib.RiskTerms], tuple]
 @functools.lru_cache(maxsize=64)
 def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], columns: int,
                     learning_rate: float, l2: tuple[float, ...], sparse: bool = False,
-                    tol: float = 0.0) -> tuple[Any, Any, Any, Any]:
-    """Variables, optimizer and traced training loop for ``len(specs)`` models per trial.
+                    tol: float = 0.0) -> tuple[Any, Any, Any, Any, threading.Lock]:
+    """Variables, optimizer, traced training loop and its lock for ``len(specs)`` models per trial.
 
     Cached, so that the trials of a benchmark reuse one trace per objective and
-    shape. The logits of a trial's models are one matrix product with its
+    shape; a fit holds the lock while it uses the variables (fits in several
+    threads). The logits of a trial's models are one matrix product with its
     features: dense, ``train(x, y, sw, n)``; sparse, ``train(indices, values,
     y, sw, n)`` with the non-zero features of every trial as one block-diagonal
     sparse matrix ``(trials·rows, trials·features)`` (entry ``(t·rows + n,
@@ -146,7 +148,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
             tf.TensorSpec((trials, rows, dim), tf.float32), *labels_spec])
         def train(x: tf.Tensor, y: tf.Tensor, sw: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
             return steps(lambda: tf.einsum("tnd,tkd->tkn", x, w), y, sw, n, x)  # a matmul a trial
-        return w, b, optimizer, train
+        return w, b, optimizer, train, threading.Lock()
 
     @tf.function(autograph=False, input_signature=[
         tf.TensorSpec((None, 2), tf.int64), tf.TensorSpec((None,), tf.float32), *labels_spec])
@@ -160,7 +162,7 @@ def _models_trainer(specs: tuple[RiskSpec, ...], shape: tuple[int, int, int], co
 
         return steps(logits, y, sw, n, rows_major=True, x_sparse=x)
 
-    return w, b, optimizer, train_sparse
+    return w, b, optimizer, train_sparse, threading.Lock()
 
 
 #: With a tolerance, :func:`fit_linear_models` compares each model's objective

@@ -253,20 +253,23 @@ def fit_linear_models(
     if sw.shape != (trials, k, rows):
         raise ValueError(f"`sample_weight` must have shape {(trials, k, rows)}, got {sw.shape}.")
     use_sparse = _use_sparse(x, sparse)
-    w, b, optimizer, train = _models_trainer(specs, x.shape, columns, float(learning_rate),
-                                             penalties, use_sparse, tol)
-    w.assign(np.zeros(w.shape, np.float32) if init is None else init.weights)
-    b.assign(np.zeros(b.shape, np.float32) if init is None else init.bias)
-    for v in optimizer.variables:  # a fresh Adam: zero moments and step count
-        v.assign(tf.zeros_like(v))
-    optimizer.learning_rate = learning_rate
+    w, b, optimizer, train, lock = _models_trainer(specs, x.shape, columns,
+                                                   float(learning_rate), penalties, use_sparse,
+                                                   tol)
     if use_sparse:
         t_, n_, d_ = np.nonzero(x)     # row-major: the entries in canonical order
         indices = np.stack([t_ * rows + n_, t_ * x.shape[2] + d_], axis=1).astype(np.int64)
-        taken = train(indices, x[t_, n_, d_], y, sw, tf.constant(steps))
-    else:
-        taken = train(x, y, sw, tf.constant(steps))
-    return LinearFit(w.numpy(), b.numpy(), taken.numpy())
+    with lock:   # the cached variables are this fit's until it has read them back
+        w.assign(np.zeros(w.shape, np.float32) if init is None else init.weights)
+        b.assign(np.zeros(b.shape, np.float32) if init is None else init.bias)
+        for v in optimizer.variables:  # a fresh Adam: zero moments and step count
+            v.assign(tf.zeros_like(v))
+        optimizer.learning_rate = learning_rate
+        if use_sparse:
+            taken = train(indices, x[t_, n_, d_], y, sw, tf.constant(steps))
+        else:
+            taken = train(x, y, sw, tf.constant(steps))
+        return LinearFit(w.numpy(), b.numpy(), taken.numpy())
 
 
 def _check_tol(tol: Any) -> float:

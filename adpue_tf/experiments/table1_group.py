@@ -10,6 +10,7 @@ fits one method on its own. Used by :mod:`adpue_tf.experiments.table1`.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -73,11 +74,17 @@ class _Group:
                  cfg: LinearBenchConfig, helpers: dict[str, _Helpers] | None = None) -> None:
         self.st, self.specs, self.cfg = st, specs, cfg
         self.helpers = helpers or {}
-        self.fit: linear_fit.LinearFit | None = None
+        self.fitted: linear_fit.LinearFit | None = None
         self.failed = False
+        self._lock = threading.Lock()
+
+    def fit(self) -> None:
+        """Fit the group (once; later calls, from any thread, wait for it and return)."""
+        with self._lock:
+            self._fit_all()
 
     def _fit_all(self) -> None:
-        if self.fit is not None or self.failed:
+        if self.fitted is not None or self.failed:
             return
         st, cfg, n = self.st, self.cfg, len(self.specs)
         specs = list(self.specs.values())
@@ -91,7 +98,7 @@ class _Group:
             weight.append(h.weight)
             l2 += [h.l2] * k
         try:
-            self.fit = linear_fit.fit_linear_models(
+            self.fitted = linear_fit.fit_linear_models(
                 st.x, np.concatenate(labels, axis=1), specs, steps=cfg.steps,
                 learning_rate=cfg.learning_rate, l2=l2, tol=cfg.tol,
                 sample_weight=np.concatenate(weight, axis=1))
@@ -103,25 +110,25 @@ class _Group:
     def logits(self, name: str) -> Callable[[np.ndarray], np.ndarray]:
         """The score function of method ``name``."""
         risk, options = self.specs[name]
-        self._fit_all()
-        if self.fit is None:
+        self.fit()
+        if self.fitted is None:
             return _fit(self.st, risk, self.cfg, **options).logits
         k = list(self.specs).index(name)
-        return linear_fit.LinearFit(self.fit.weights[:, k], self.fit.bias[:, k]).logits
+        return linear_fit.LinearFit(self.fitted.weights[:, k], self.fitted.bias[:, k]).logits
 
     def helper(self, name: str) -> linear_fit.LinearFit | None:
         """The models of helper ``name`` (weights ``(trials, models, features)``), or None."""
         if name not in self.helpers:
             return None
-        self._fit_all()
-        if self.fit is None:
+        self.fit()
+        if self.fitted is None:
             return None
         start = len(self.specs)
         for key, h in self.helpers.items():
             stop = start + h.labels.shape[1]
             if key == name:
-                return linear_fit.LinearFit(self.fit.weights[:, start:stop],
-                                            self.fit.bias[:, start:stop])
+                return linear_fit.LinearFit(self.fitted.weights[:, start:stop],
+                                            self.fitted.bias[:, start:stop])
             start = stop
         raise AssertionError(name)  # unreachable: name is a key
 

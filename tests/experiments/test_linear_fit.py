@@ -205,3 +205,18 @@ def test_tol_stops_each_model_at_its_own_convergence(sparse):
                 l2=l2[k], sparse=sparse)
             np.testing.assert_allclose(fixed.weights[0, 0], batch.weights[t, k], atol=1e-5)
             np.testing.assert_allclose(fixed.bias[0, 0], batch.bias[t, k], atol=1e-5)
+
+
+def test_fits_of_one_shape_in_several_threads_are_those_made_one_at_a_time():
+    """Fits that share a cached trainer (same risks and shapes) hold its lock: no fit reads
+    another's variables (Table 1 runs its recipe in a thread beside other fits)."""
+    import concurrent.futures
+    x, y = _stack(trials=2, n=60)
+    datas = [(x * s, y) for s in (1.0, -1.0, 0.5, 2.0)]
+    alone = [linear_fit.fit_linear(a, b, risks.nnpue, steps=60).weights for a, b in datas]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda d: linear_fit.fit_linear(*d, risks.nnpue, steps=60).weights,
+                                 datas * 3))
+    for i, got in enumerate(together):
+        np.testing.assert_array_equal(got, alone[i % 4])
+    assert not np.allclose(alone[0], alone[1])

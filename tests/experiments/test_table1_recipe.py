@@ -316,3 +316,22 @@ def test_helpers_fitted_by_the_caller_give_the_same_recipe(pue_stack, recipe):
     with pytest.raises(ValueError, match="`helpers` must be the fit of helper_models"):
         linear_recipe.fit_recipe(pue_stack.x, pue_stack.y, cfg,
                                  helpers=linear_fit.LinearFit(first.weights[:, :2], first.bias))
+
+
+def test_the_recipe_in_its_thread_gives_the_columns_of_the_recipe_alone():
+    """run_setting runs the recipe in a thread beside the other methods: same accuracies and
+    choices as the recipe called on the same stack in the main thread."""
+    x, y = _data()
+    cfg = dataclasses.replace(CFG, recommended=False)
+    details = {}
+    res = table1.run_setting(x, y, 0.5, cfg, 0.5, details=details)
+    st = table1._stack(simulate.simulate_pue, x, y, cfg, 0.5)
+    group = table1._Group(st, table1._specs(table1.PUE_GROUP, 0.5, cfg), cfg,
+                          table1._pue_helpers(st, cfg))
+    own = {}
+    score = table1._adpue_recipe(st, cfg, own, group)
+    ind, trans = table1._accuracies(st, score)
+    np.testing.assert_array_equal(res["ADPUE"][0], ind)
+    np.testing.assert_array_equal(res["ADPUE"][1], trans)
+    assert details["ADPUE"] == own["ADPUE"] and details["ADPUE-ref"] == own["ADPUE-ref"]
+    assert list(res) == list(table1.pue_methods(cfg) + table1.SSE_METHODS)
