@@ -280,8 +280,7 @@ def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, tr
             for value in values:
                 total += tf.reduce_sum(value)
         dw, db = tape.gradient(total, [w, b])
-        ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
-        return dw, db, ok, tf.reduce_min(z), tf.reduce_max(z)
+        return (dw, db, *_logit_bounds(z))
 
     per = _chunk_trials(trials, rows, int(x.shape[-1]))
 
@@ -308,6 +307,12 @@ def _fused_step(x: tf.Tensor, groups: list, labels: list, penalty: tf.Tensor, tr
             tf.function(objectives, jit_compile=True, autograph=False))
 
 
+def _logit_bounds(z: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``(ok, min, max)`` of the logits for :func:`~adpue_tf.risks.linear.logits_check`."""
+    ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
+    return ok, tf.reduce_min(z), tf.reduce_max(z)
+
+
 def _fused_losses(groups: list, labels: list, k: int) -> Callable[..., Any]:
     """One XLA program for the sparse path's losses: logits ``(trials, rows, models)`` to
     each model's loss ``(trials, models)``, their gradient with respect to the
@@ -329,9 +334,7 @@ def _fused_losses(groups: list, labels: list, k: int) -> Callable[..., Any]:
             values = [form.loss(coef, z if hi - lo == k else z[..., lo:hi], check=False,
                                 rows_axis=1) for lo, hi, form, coef in forms]
             total = tf.add_n([tf.reduce_sum(v) for v in values])
-        ok = tf.reduce_all(tf.abs(z) <= risks_lib.linear.MAX_LOGIT)   # False for NaN
-        return (tf.concat(values, axis=1), tape.gradient(total, z), ok, tf.reduce_min(z),
-                tf.reduce_max(z))
+        return (tf.concat(values, axis=1), tape.gradient(total, z), *_logit_bounds(z))
 
     return tf.function(program, jit_compile=True, autograph=False)
 

@@ -77,35 +77,37 @@ class _Group:
         self.fitted: linear_fit.LinearFit | None = None
         self.failed = False
         self._lock = threading.Lock()
+        self._columns: dict[str, slice] = {}   # each helper's models in the fit
+        start = len(specs)
+        for key, h in self.helpers.items():
+            self._columns[key] = slice(start, start + h.labels.shape[1])
+            start = self._columns[key].stop
 
     def fit(self) -> None:
         """Fit the group (once; later calls, from any thread, wait for it and return)."""
         with self._lock:
-            self._fit_all()
-
-    def _fit_all(self) -> None:
-        if self.fitted is not None or self.failed:
-            return
-        st, cfg, n = self.st, self.cfg, len(self.specs)
-        specs = list(self.specs.values())
-        labels = [np.repeat(st.y[:, None], n, axis=1)]
-        weight = [np.ones((len(st.x), n, st.x.shape[1]), np.float32)]
-        l2 = [cfg.l2] * n
-        for h in self.helpers.values():
-            k = h.labels.shape[1]
-            specs += [(h.risk, {})] * k
-            labels.append(h.labels)
-            weight.append(h.weight)
-            l2 += [h.l2] * k
-        try:
-            self.fitted = linear_fit.fit_linear_models(
-                st.x, np.concatenate(labels, axis=1), specs, steps=cfg.steps,
-                learning_rate=cfg.learning_rate, l2=l2, tol=cfg.tol,
-                sample_weight=np.concatenate(weight, axis=1))
-        except (tf.errors.InvalidArgumentError, ValueError) as e:
-            if not losses.is_divergence(e):  # only the guard's stop falls back
-                raise
-            self.failed = True
+            if self.fitted is not None or self.failed:
+                return
+            st, cfg, n = self.st, self.cfg, len(self.specs)
+            specs = list(self.specs.values())
+            labels = [np.repeat(st.y[:, None], n, axis=1)]
+            weight = [np.ones((len(st.x), n, st.x.shape[1]), np.float32)]
+            l2 = [cfg.l2] * n
+            for h in self.helpers.values():
+                k = h.labels.shape[1]
+                specs += [(h.risk, {})] * k
+                labels.append(h.labels)
+                weight.append(h.weight)
+                l2 += [h.l2] * k
+            try:
+                self.fitted = linear_fit.fit_linear_models(
+                    st.x, np.concatenate(labels, axis=1), specs, steps=cfg.steps,
+                    learning_rate=cfg.learning_rate, l2=l2, tol=cfg.tol,
+                    sample_weight=np.concatenate(weight, axis=1))
+            except (tf.errors.InvalidArgumentError, ValueError) as e:
+                if not losses.is_divergence(e):  # only the guard's stop falls back
+                    raise
+                self.failed = True
 
     def logits(self, name: str) -> Callable[[np.ndarray], np.ndarray]:
         """The score function of method ``name``."""
@@ -123,14 +125,8 @@ class _Group:
         self.fit()
         if self.fitted is None:
             return None
-        start = len(self.specs)
-        for key, h in self.helpers.items():
-            stop = start + h.labels.shape[1]
-            if key == name:
-                return linear_fit.LinearFit(self.fitted.weights[:, start:stop],
-                                            self.fitted.bias[:, start:stop])
-            start = stop
-        raise AssertionError(name)  # unreachable: name is a key
+        cols = self._columns[name]
+        return linear_fit.LinearFit(self.fitted.weights[:, cols], self.fitted.bias[:, cols])
 
 
 def _pue_helpers(st: _Stack, cfg: LinearBenchConfig) -> dict[str, _Helpers]:
@@ -141,7 +137,7 @@ def _pue_helpers(st: _Stack, cfg: LinearBenchConfig) -> dict[str, _Helpers]:
     labels[..., 0, 0], labels[..., 1, 0] = st.y[..., 0], st.y[..., 1]   # W; E
     labels[..., 2] = int(Source.PU)                 # a logistic regression of column 0
     weight = np.stack([pu, 1.0 - pu], axis=1)
-    recipe_labels, recipe_weight = linear_recipe.helper_models(st.y, recipe_config(cfg))
+    recipe = recipe_config(cfg)
+    recipe_labels, recipe_weight = linear_recipe.helper_models(st.y, recipe)
     return {"ratio": _Helpers(_risk("Logit"), labels.swapaxes(1, 2), weight, cfg.l2),
-            "recipe": _Helpers(_risk("Logit"), recipe_labels, recipe_weight,
-                               recipe_config(cfg).theta_l2)}
+            "recipe": _Helpers(_risk("Logit"), recipe_labels, recipe_weight, recipe.theta_l2)}
