@@ -152,14 +152,17 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             self.initial_model = None
             self._initial_constant = check_initial_guess(initial_dagger)
             start = DIRECT
-        self._mode = self.add_weight(shape=(), dtype="int32", trainable=False,
+        # int64, like Keras's own step counter: TensorFlow keeps int32 variables
+        # in host memory, which an XLA step on a GPU cannot read (the step reads
+        # the mode).
+        self._mode = self.add_weight(shape=(), dtype="int64", trainable=False,
                                      initializer=keras.initializers.Constant(start),
                                      name="dagger_mode")
-        self._refreshes = self.add_weight(shape=(), dtype="int32", trainable=False,
+        self._refreshes = self.add_weight(shape=(), dtype="int64", trainable=False,
                                           initializer="zeros", name="refreshes")
         # Last epoch count at which RefreshDagger refreshed: lets a resumed run
         # catch up a refresh whose epoch was backed up before it happened.
-        self._refresh_epoch = self.add_weight(shape=(), dtype="int32", trainable=False,
+        self._refresh_epoch = self.add_weight(shape=(), dtype="int64", trainable=False,
                                               initializer="zeros", name="refresh_epoch")
         self.risk_tracker = RiskTracker(name="risk_parts")
         if net.built and getattr(net, "inputs", None):
@@ -290,7 +293,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             snap = snapshot()  # (rows,): the constant takes its shape
             dagger = ops.where(ops.equal(self._mode, SNAPSHOT), snap, self._initial_constant)
         else:
-            dagger = ops.switch(self._mode - INITIAL, [initial, snapshot])
+            dagger = ops.switch(ops.cast(self._mode - INITIAL, "int32"), [initial, snapshot])
         dagger = _rows.scatter_rows(dagger, rows, y)
         return ops.stop_gradient(ops.reshape(dagger, (-1, 1)))
 
