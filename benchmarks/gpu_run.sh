@@ -3,7 +3,7 @@
 # DebiasedModel vs BCE, on a wide MLP. One short script for a borrowed GPU machine.
 #
 # Usage (from the repository root):
-#   OUT=/some/dir benchmarks/gpu_run.sh            # the GPU run (about 5 minutes on an H100)
+#   OUT=/some/dir benchmarks/gpu_run.sh            # the GPU run (about 7 minutes on an H100)
 #   OUT=/tmp/gpu TINY=1 PYTHON=.venv/bin/python benchmarks/gpu_run.sh   # a dry run on a CPU
 #
 # Writes into $OUT (at most four files): machine.txt (nvidia-smi, Python, TensorFlow, the
@@ -12,6 +12,7 @@
 # sees no GPU (and TINY is unset), it writes blocked.txt saying why and runs nothing:
 # no number is ever estimated.
 #
+# No TensorFlow on the machine and no network: see benchmarks/gpu_bundle.sh.
 # Wheels: if a folder .whl/ holds wheels, they are installed first into /tmp/site
 # (pip --no-index; for a machine without network).
 set -u
