@@ -9,8 +9,11 @@ part), two observable held-out scores with the truth:
   (fit_pue's rule; no exposure model);
 * ``nll``: the NLL of ``W`` under ``σ(z)·θ̂`` (``θ̂`` the same network trained on
   the E rows): leans on ``θ̂``;
-* ``hybrid1``/``hybrid2``: the Brier score, with the candidates within 1 (fit_pue's
-  default ``tolerance``) or 2 standard errors of the best decided by the NLL.
+* ``hybrid1``/``hybrid2``: the Brier score, with the candidates within 1 or 2
+  standard errors of the best decided by the NLL;
+* ``fit_pue_rule``: fit_pue's own rule (``adp.recommend.choose``, ``tolerance`` 2):
+  ``hybrid2``, where Ratio (``q̂/θ̂``, which the NLL under the same ``θ̂`` cannot
+  judge) takes part only as the best by the Brier score.
 
 Truth: the mean absolute error of each candidate to ``p`` on 20,000 fresh rows.
 For each score: the regret of its choice (MAE of the chosen candidate minus the
@@ -80,22 +83,29 @@ def run_one(exposure: str, net: str, seed: int, rows: int, dim: int, epochs: int
     for score in ("brier", "nll"):
         values = np.array([out[score][n] for n in names])
         out[f"{score}_spearman"] = spearman(values, truth)
-    for rule in RULES:
-        chosen = choose(out, rule)
-        out[f"{rule}_choice"] = chosen
-        out[f"{rule}_regret"] = mae[chosen] - float(truth.min())
     out["best"] = names[int(np.argmin(truth))]
-    return out
+    return rescore(out)
+
+
+def rescore(r: dict) -> dict:
+    """``r`` with each rule's choice and regret (re)computed from its stored scores."""
+    best = min(r["mae"].values())
+    for rule in RULES:
+        r[f"{rule}_choice"] = choose(r, rule)
+        r[f"{rule}_regret"] = r["mae"][r[f"{rule}_choice"]] - best
+    return r
 
 
 #: The selection rules compared: the Brier score alone, the NLL under θ̂ alone, and
 #: the Brier score with ties (within k standard errors) broken by the NLL.
-RULES = ("brier", "nll", "hybrid1", "hybrid2")
+RULES = ("brier", "nll", "hybrid1", "hybrid2", "fit_pue_rule")
 
 
 def choose(r: dict, rule: str) -> str:
     """The candidate ``rule`` picks from the held-out scores of one run."""
     names = sorted(r["brier"])
+    if rule == "fit_pue_rule":
+        return adp.recommend.choose(r["brier"], r["gap_se"], r["nll"], 2.0, order=names)
     if rule in ("brier", "nll"):
         return min(names, key=lambda n: r[rule][n])
     k = float(rule[len("hybrid"):])
@@ -122,9 +132,9 @@ def report(results: list[dict], argv: list[str]) -> str:
              "the candidates.", "",
              "## Per setting (mean over seeds)", "",
              "| exposure | net | seeds | best MAE | regret: Brier | NLL(θ̂) | Brier, ties "
-             "within 1 SE by NLL | within 2 SE (fit_pue's default) | Brier ρ | NLL(θ̂) ρ "
-             "| fit_pue's default picks | θ̂ calibration error |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "within 1 SE by NLL | within 2 SE | fit_pue's rule (2 SE, Ratio only as the "
+             "Brier best) | Brier ρ | NLL(θ̂) ρ | fit_pue's rule picks | θ̂ calibration error |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     keys = sorted({(r["exposure"], r["net"]) for r in results})
     for exposure, net in keys:
         rs = [r for r in results if (r["exposure"], r["net"]) == (exposure, net)]
@@ -134,7 +144,7 @@ def report(results: list[dict], argv: list[str]) -> str:
             + " | ".join(_mean([r[f"{rule}_regret"] for r in rs]) for rule in RULES) + " | "
             f"{np.mean([r['brier_spearman'] for r in rs]):.2f} | "
             f"{np.mean([r['nll_spearman'] for r in rs]):.2f} | "
-            f"{', '.join(r['hybrid2_choice'] for r in rs)} | "
+            f"{', '.join(r['fit_pue_rule_choice'] for r in rs)} | "
             f"{np.mean([r['theta']['calibration_error'] for r in rs]):.3f} |")
     lines += ["", "## MAE to the true p of every candidate (mean over seeds)", ""]
     names = sorted(results[0]["mae"])
@@ -234,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.report_only:
         out = Path(args.out)
-        results = json.loads(out.with_suffix(".json").read_text())
+        results = [rescore(r) for r in json.loads(out.with_suffix(".json").read_text())]
         out.write_text(report(results, results[0].get("argv", argv)))
         return
     results = []

@@ -9,9 +9,10 @@ Example:
     ('bce_w', 'average')
 """
 
-from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES
+from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, PREDICTS_WITH_THETA
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
-from adpue_tf.recommend.fit import fit_pue
+from adpue_tf.recommend.fit import choose, fit_pue
 from adpue_tf.recommend.result import PUEFit
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PUEFit", "ProbabilityMean", "RatioLogit", "fit_pue"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PUEFit", "ProbabilityMean",
+           "RatioLogit", "choose", "fit_pue"]

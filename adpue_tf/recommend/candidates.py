@@ -53,7 +53,7 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation import exposure_brier_score
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "Failed", "Settings", "Stage"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "Failed", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
@@ -64,6 +64,10 @@ DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "ad
                       "average")
 #: Candidates that are combinations of other trained models (no net of their own).
 _COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",)}
+#: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
+#: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
+#: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.fit.choose`).
+PREDICTS_WITH_THETA = frozenset(n for n, parts in _COMPOSITE.items() if "theta" in parts)
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.
 THETA_FLOOR = 0.05
 

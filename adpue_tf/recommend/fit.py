@@ -28,12 +28,18 @@ import numpy as np
 
 from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
-from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, Settings, Stage
+from adpue_tf.recommend.candidates import (
+    CANDIDATES,
+    DEFAULT_CANDIDATES,
+    PREDICTS_WITH_THETA,
+    Settings,
+    Stage,
+)
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
 
-__all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "fit_pue"]
+__all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "choose", "fit_pue"]
 
 #: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with
@@ -65,6 +71,45 @@ def _check_net(build_net: Callable[[], keras.Model]) -> None:
     if activation in ("sigmoid", "softmax"):
         raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
                          f"{activation}; drop the activation (fit_pue applies the sigmoid).")
+
+
+def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
+           tolerance: float, *, order: Sequence[str] = ()) -> str:
+    """fit_pue's rule: the Brier score bounds the choice, the likelihood under ``θ̂`` decides.
+
+    The candidates within ``tolerance`` standard errors of the best held-out
+    Brier score (no ``θ̂``) are those it cannot tell apart; among them the
+    held-out likelihood of ``W`` under ``σ(z)·θ̂``, sharper when ``θ̂`` is
+    right, chooses (``benchmarks/results/selection.md``). A candidate that
+    predicts with that very ``θ̂`` (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`:
+    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``) takes
+    part only when it is the best by the Brier score: its likelihood under
+    ``θ̂`` measures how well ``q̂`` fits ``W``, not how wrong ``θ̂`` makes its
+    estimate of ``p``.
+
+    Args:
+        scores: held-out Brier score of each candidate (lower is better).
+        gap_se: standard error of each one's paired difference to the best.
+        nll: held-out NLL of ``W`` under ``σ(z)·θ̂``; empty: no ``θ̂`` (the
+            Brier score alone).
+        tolerance: in standard errors; 0: the Brier score alone.
+        order: names in order of preference for exact ties (default: ``scores``'s order).
+
+    Returns:
+        The chosen candidate's name.
+
+    Example:
+        >>> choose({"ratio": -0.30, "likelihood": -0.31}, {"ratio": 0.01, "likelihood": 0.0},
+        ...        {"ratio": 0.33, "likelihood": 0.35}, 2.0)
+        'likelihood'
+    """
+    rank = list(order) + [n for n in scores if n not in order]
+    best = min(scores, key=lambda n: (scores[n], rank.index(n)))
+    if not nll:
+        return best
+    close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
+             and (n == best or n not in PREDICTS_WITH_THETA)]
+    return min(close, key=lambda n: (nll[n], rank.index(n)))
 
 
 def _check_same_features(pu: Rows, e: Rows) -> None:
@@ -263,11 +308,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     theta_ok = "theta" not in failed
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
-    # The Brier score (no θ̂) bounds the choice to the candidates it cannot tell from
-    # the best (within `tolerance` standard errors); among them the likelihood
-    # under θ̂, sharper when θ̂ is right, decides (benchmarks/results/selection.md).
-    close = [n for n in trained if scores[n] - scores[best] <= tolerance * gap_se[n]]
-    choice = min(close, key=lambda n: (nll[n], names.index(n))) if nll else best
+    choice = choose(scores, gap_se, nll, tolerance, order=names)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     selected = time.perf_counter()
