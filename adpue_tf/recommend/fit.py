@@ -9,7 +9,8 @@ expectation is ``E_x[θ·(f - p)²]`` plus a constant — proper for ``p(y=1|x)`
 and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
-``θ̂`` can only choose among candidates the Brier score cannot separate);
+``θ̂`` can only choose among candidates the Brier score cannot separate;
+Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best: :func:`choose`);
 refit the nets the winner predicts with on every row for the epochs chosen
 (with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
 split, the nets it only trains with (``θ̂``, say) are shared from the choice.
