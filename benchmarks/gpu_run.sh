@@ -6,10 +6,12 @@
 #   OUT=/some/dir benchmarks/gpu_run.sh            # the GPU run (about 7 minutes on an H100)
 #   OUT=/tmp/gpu TINY=1 PYTHON=.venv/bin/python benchmarks/gpu_run.sh   # a dry run on a CPU
 #
-# Writes into $OUT (at most four files): machine.txt (nvidia-smi, Python, TensorFlow, the
-# CUDA libraries found), run.log, and throughput_gpu.md (the card's name as nvidia-smi
-# reports it, the machine table of the first run, then each run's settings and results). When TensorFlow cannot be imported, or
-# sees no GPU (and TINY is unset), it writes blocked.txt saying why and runs nothing:
+# Writes into $OUT (at most five files): machine.txt (nvidia-smi, Python, TensorFlow, the
+# CUDA libraries found), run.log, check.txt (benchmarks/gpu_check.py: the GPU's arithmetic
+# against NumPy and the CPU, before any timing) and throughput_gpu.md (the card's name as
+# nvidia-smi reports it, the machine table of the first run, then each run's settings and
+# results). When TensorFlow cannot be imported, sees no GPU (and TINY is unset), or the
+# check fails, it writes blocked.txt saying why and times nothing:
 # no number is ever estimated.
 #
 # No TensorFlow on the machine and no network: see benchmarks/gpu_bundle.sh.
@@ -71,6 +73,13 @@ fi
 if [ "${TINY:-}" != 1 ] && ! grep -q "GPUs \['" <<<"$probe"; then
   echo "TensorFlow sees no GPU ($probe); nothing was measured." >"$OUT/blocked.txt"
   cat "$OUT/blocked.txt"
+  exit 0
+fi
+
+if [ "${TINY:-}" != 1 ] && ! "$PYTHON" -m benchmarks.gpu_check >"$OUT/check.txt" 2>>"$log"; then
+  echo "The correctness check on the GPU failed (see check.txt); nothing was timed." \
+    >"$OUT/blocked.txt"
+  cat "$OUT/check.txt" "$OUT/blocked.txt"
   exit 0
 fi
 
