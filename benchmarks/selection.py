@@ -96,8 +96,9 @@ def rescore(r: dict) -> dict:
     return r
 
 
-#: The selection rules compared: the Brier score alone, the NLL under θ̂ alone, and
-#: the Brier score with ties (within k standard errors) broken by the NLL.
+#: The selection rules compared: the Brier score alone, the NLL under θ̂ alone, the
+#: Brier score with ties (within k standard errors) broken by the NLL, and fit_pue's
+#: rule (``hybrid2`` with Ratio only as the Brier best).
 RULES = ("brier", "nll", "hybrid1", "hybrid2", "fit_pue_rule")
 
 
