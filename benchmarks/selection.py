@@ -79,7 +79,7 @@ def run_one(exposure: str, net: str, seed: int, rows: int, dim: int, epochs: int
     truth = np.array([mae[n] for n in names])
     out = {"exposure": exposure, "net": net, "seed": seed, "seconds": seconds, "mae": mae,
            "brier": fit.scores, "nll": fit.exposure_nll, "gap_se": fit.brier_gap_se,
-           "theta": fit.theta_calibration, "fit_pue_choice": fit.choice}
+           "nll_se": fit.nll_gap_se, "theta": fit.theta_calibration, "fit_pue_choice": fit.choice}
     for score in ("brier", "nll"):
         values = np.array([out[score][n] for n in names])
         out[f"{score}_spearman"] = spearman(values, truth)
@@ -97,16 +97,23 @@ def rescore(r: dict) -> dict:
 
 
 #: The selection rules compared: the Brier score alone, the NLL under θ̂ alone, the
-#: Brier score with ties (within k standard errors) broken by the NLL, and fit_pue's
-#: rule (``hybrid2`` with Ratio only as the Brier best).
-RULES = ("brier", "nll", "hybrid1", "hybrid2", "fit_pue_rule")
+#: Brier score with ties (within k standard errors) broken by the NLL, ``exemption``
+#: (``hybrid2`` with Ratio only as the Brier best, without ``blend``: fit_pue's rule
+#: before the blend) and fit_pue's rule (``exemption`` with ``blend`` kept unless
+#: shown worse: ``adp.recommend.choose``'s ``prefer``).
+RULES = ("brier", "nll", "hybrid1", "hybrid2", "exemption", "fit_pue_rule")
 
 
 def choose(r: dict, rule: str) -> str:
     """The candidate ``rule`` picks from the held-out scores of one run."""
     names = sorted(r["brier"])
     if rule == "fit_pue_rule":
-        return adp.recommend.choose(r["brier"], r["gap_se"], r["nll"], 2.0, order=names)
+        return adp.recommend.choose(r["brier"], r["gap_se"], r["nll"], 2.0, order=names,
+                                    prefer="blend", nll_se=r.get("nll_se"))
+    if rule == "exemption":
+        drop = lambda d: {n: v for n, v in d.items() if n != "blend"}  # noqa: E731
+        return adp.recommend.choose(drop(r["brier"]), r["gap_se"], drop(r["nll"]), 2.0,
+                                    order=[n for n in names if n != "blend"])
     if rule in ("brier", "nll"):
         return min(names, key=lambda n: r[rule][n])
     k = float(rule[len("hybrid"):])
@@ -133,9 +140,10 @@ def report(results: list[dict], argv: list[str]) -> str:
              "the candidates.", "",
              "## Per setting (mean over seeds)", "",
              "| exposure | net | seeds | best MAE | regret: Brier | NLL(θ̂) | Brier, ties "
-             "within 1 SE by NLL | within 2 SE | fit_pue's rule (2 SE, Ratio only as the "
-             "Brier best) | Brier ρ | NLL(θ̂) ρ | fit_pue's rule picks | θ̂ calibration error |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "within 1 SE by NLL | within 2 SE | … Ratio only as the Brier best (no blend) | "
+             "fit_pue's rule (… blend kept unless shown worse by 2 SE) | Brier ρ | NLL(θ̂) ρ | "
+             "fit_pue's rule picks | θ̂ calibration error |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     keys = sorted({(r["exposure"], r["net"]) for r in results})
     for exposure, net in keys:
         rs = [r for r in results if (r["exposure"], r["net"]) == (exposure, net)]

@@ -6,13 +6,20 @@ the evidence behind the rule.
 Example:
     >>> from adpue_tf.recommend import CANDIDATES
     >>> CANDIDATES[0], CANDIDATES[-1]
-    ('bce_w', 'average')
+    ('bce_w', 'blend')
 """
 
-from adpue_tf.recommend.candidates import CANDIDATES, DEFAULT_CANDIDATES, PREDICTS_WITH_THETA
+from adpue_tf.recommend.candidates import (
+    BLEND_PARTS,
+    CANDIDATES,
+    DEFAULT_CANDIDATES,
+    PREDICTS_WITH_THETA,
+    PREFERRED,
+)
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
-from adpue_tf.recommend.fit import choose, fit_pue
+from adpue_tf.recommend.fit import fit_pue
 from adpue_tf.recommend.result import PUEFit
+from adpue_tf.recommend.rule import choose
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PUEFit", "ProbabilityMean",
-           "RatioLogit", "choose", "fit_pue"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PREFERRED",
+           "PUEFit", "ProbabilityMean", "RatioLogit", "choose", "fit_pue"]

@@ -18,6 +18,8 @@ name                  what it trains                                        epoc
 ``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
 ``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
 ``average``           the mean probability of the two best of the above     (its parts)
+``blend``             the mean probability of ``likelihood``, ``brier``,     (its parts)
+                      ``ratio`` (fixed: no choice among them)
 ====================  ====================================================  ==============
 
 ``θ̂``: ``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
@@ -53,17 +55,25 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation import exposure_brier_score
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "Failed", "Settings", "Stage"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PREFERRED",
+           "Failed", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
-              "adpue_direct", "adpue_rounds", "adpue_ratio", "average")
+              "adpue_direct", "adpue_rounds", "adpue_ratio", "average", "blend")
 #: What fit_pue tries by default: the candidates that won on some data in
 #: benchmarks/results/selection.md (the others never did; name them to try them).
 DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "adpue_ratio",
-                      "average")
+                      "average", "blend")
 #: Candidates that are combinations of other trained models (no net of their own).
-_COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",)}
+#: ``blend``'s three estimators fail in different ways (``likelihood`` when
+#: ``θ̂`` is a wrong model, ``ratio`` when ``θ̂`` is noisy, ``brier`` never uses
+#: ``θ̂`` but has the most variance); their mean is fixed before any row is seen.
+BLEND_PARTS = ("likelihood", "brier", "ratio")
+#: The candidate fit_pue keeps unless the held-out rows show another one better
+#: (:func:`adpue_tf.recommend.fit.choose`'s ``prefer``).
+PREFERRED = "blend"
+_COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
 #: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
 #: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
 #: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.fit.choose`).
@@ -328,9 +338,12 @@ class Stage:
         pair = self.parts.get("average")
         if pair is None:
             ranked = sorted((s, n) for n, s in self.scores.items()
-                            if n != "average" and math.isfinite(s))
+                            if n not in ("average", "blend") and math.isfinite(s))
             if len(ranked) < 2:
                 raise ValueError("The `average` candidate needs two other candidates.")
             pair = (ranked[0][1], ranked[1][1])
             self.parts["average"] = pair
         self._composite("average", pair, lambda z: ProbabilityMean()(z))
+
+    def _train_blend(self) -> None:
+        self._composite("blend", BLEND_PARTS, lambda z: ProbabilityMean()(z))

@@ -10,7 +10,9 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate;
-Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best: :func:`choose`);
+Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best), but the
+fixed ``blend`` stays unless one of the two scores shows another better
+(:func:`choose`);
 refit the nets the winner predicts with on every row for the epochs chosen
 (with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
 split, the nets it only trains with (``θ̂``, say) are shared from the choice.
@@ -32,13 +34,14 @@ from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
-    PREDICTS_WITH_THETA,
+    PREFERRED,
     Settings,
     Stage,
 )
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
+from adpue_tf.recommend.rule import choose
 
 __all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "choose", "fit_pue"]
 
@@ -72,45 +75,6 @@ def _check_net(build_net: Callable[[], keras.Model]) -> None:
     if activation in ("sigmoid", "softmax"):
         raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
                          f"{activation}; drop the activation (fit_pue applies the sigmoid).")
-
-
-def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
-           tolerance: float, *, order: Sequence[str] = ()) -> str:
-    """fit_pue's rule: the Brier score bounds the choice, the likelihood under ``θ̂`` decides.
-
-    The candidates within ``tolerance`` standard errors of the best held-out
-    Brier score (no ``θ̂``) are those it cannot tell apart; among them the
-    held-out likelihood of ``W`` under ``σ(z)·θ̂``, sharper when ``θ̂`` is
-    right, chooses (``benchmarks/results/selection.md``). A candidate that
-    predicts with that very ``θ̂`` (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`:
-    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``) takes
-    part only when it is the best by the Brier score: its likelihood under
-    ``θ̂`` measures how well ``q̂`` fits ``W``, not how wrong ``θ̂`` makes its
-    estimate of ``p``.
-
-    Args:
-        scores: held-out Brier score of each candidate (lower is better).
-        gap_se: standard error of each one's paired difference to the best.
-        nll: held-out NLL of ``W`` under ``σ(z)·θ̂``; empty: no ``θ̂`` (the
-            Brier score alone).
-        tolerance: in standard errors; 0: the Brier score alone.
-        order: names in order of preference for exact ties (default: ``scores``'s order).
-
-    Returns:
-        The chosen candidate's name.
-
-    Example:
-        >>> choose({"ratio": -0.30, "likelihood": -0.31}, {"ratio": 0.01, "likelihood": 0.0},
-        ...        {"ratio": 0.33, "likelihood": 0.35}, 2.0)
-        'likelihood'
-    """
-    rank = list(order) + [n for n in scores if n not in order]
-    best = min(scores, key=lambda n: (scores[n], rank.index(n)))
-    if not nll:
-        return best
-    close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
-             and (n == best or n not in PREDICTS_WITH_THETA)]
-    return min(close, key=lambda n: (nll[n], rank.index(n)))
 
 
 def _check_same_features(pu: Rows, e: Rows) -> None:
@@ -216,7 +180,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         tolerance: candidates whose held-out Brier score is within this many
             standard errors (of the paired difference) of the best are
             indistinguishable by it; among them the held-out likelihood of
-            ``W`` under ``σ(z)·θ̂`` chooses. 0: the Brier score alone.
+            ``W`` under ``σ(z)·θ̂`` chooses, except that ``blend`` stays
+            unless that likelihood shows another better by this many
+            standard errors. 0: the Brier score alone.
         folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,
             each fold with its own ``θ̂``); 1 (the default): one split. On
             small synthetic data five folds did not choose better than one
@@ -295,8 +261,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     trained = [n for n in names if n != "average" and n not in failed]
     pooled = Pooled(stages)
     scores = {n: pooled.brier(n) for n in trained}
-    if "average" in names and len(trained) >= 2:
-        pair = tuple(n for _, n in sorted((scores[n], n) for n in trained)[:2])
+    if "average" in names and len([n for n in trained if n != "blend"]) >= 2:
+        pair = tuple(n for _, n in sorted((scores[n], n) for n in trained if n != "blend")[:2])
         for st in stages:
             st.parts["average"] = pair
         if all(st.try_get("average") is not None for st in stages):
@@ -309,7 +275,10 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     theta_ok = "theta" not in failed
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
-    choice = choose(scores, gap_se, nll, tolerance, order=names)
+    nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
+              if theta_ok and PREFERRED in trained else {})
+    choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
+                    nll_se=nll_se)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     selected = time.perf_counter()
@@ -330,7 +299,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         sys.stderr.write("\n")
     return PUEFit(
         model=model, choice=choice, scores=scores, exposure_nll=nll, epochs=kept,
-        brier_gap_se=gap_se, theta_calibration=pooled.theta_calibration() if theta_ok else {},
+        brier_gap_se=gap_se, nll_gap_se=nll_se, theta_calibration=pooled.theta_calibration() if theta_ok else {},
         parts={n: stages[0].parts[n] for n in trained if n in stages[0].parts},
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pooled.w),
               "e_held_out": len(pooled.e)},

@@ -84,6 +84,12 @@ class Pooled:
         theta = sigmoid(self.logits("theta")[0])
         return float(np.mean(np.asarray(exposure_nll(self.w, self.logits(name)[0], theta))))
 
+    def nll_paired_se(self, name: str, other: str) -> float:
+        """Standard error of the held-out NLL of ``name`` minus that of ``other`` (paired over PU rows)."""
+        theta = sigmoid(self.logits("theta")[0])
+        a, b = (np.asarray(exposure_nll(self.w, self.logits(n)[0], theta)) for n in (name, other))
+        return float(np.sqrt(np.var(a - b) / len(a)))
+
     def theta_calibration(self, bins: int = 10) -> dict[str, float]:
         """``θ̂`` on the held-out E rows: log-loss, that of the constant rate, calibration error."""
         z = self.logits("theta")[1]

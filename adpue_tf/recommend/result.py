@@ -26,8 +26,9 @@ class PUEFit:
         scores: ``{candidate: held-out exposure Brier score}``, lower is better
             (with folds: over every row, each predicted by the fold models that
             did not train on it).
-        exposure_nll: ``{candidate: held-out NLL of W under σ(z)·θ̂}``, shown
-            for comparison (it leans on ``θ̂``; not used to choose).
+        exposure_nll: ``{candidate: held-out NLL of W under σ(z)·θ̂}``: decides
+            among the candidates the Brier score cannot tell apart
+            (:func:`adpue_tf.recommend.choose`).
         epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``; the median over folds).
         theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
             ``log_loss_constant`` (of the constant rate) and ``calibration_error``.
@@ -38,6 +39,8 @@ class PUEFit:
             only (with folds: the mean of its fold models).
         brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
             the best one (paired over the held-out rows).
+        nll_gap_se: ``{candidate: standard error}`` of its held-out NLL minus
+            that of ``blend`` (paired; empty without ``blend`` or ``θ̂``).
         folds: 1 (one split) or the number of folds cross-fitted.
         final: ``"refit"`` or ``"average"``: what ``model`` is.
         fold_models: ``{candidate: (model of fold 0, ...)}``, fold ``s``'s
@@ -59,6 +62,7 @@ class PUEFit:
     candidates: dict[str, keras.Model] = dataclasses.field(default_factory=dict, repr=False)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
+    nll_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
     folds: int = 1
     final: str = "refit"
     fold_models: dict[str, tuple[keras.Model, ...]] = dataclasses.field(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 import adpue_tf as adp
-from adpue_tf.recommend import PREDICTS_WITH_THETA, choose
+from adpue_tf.recommend import BLEND_PARTS, PREDICTS_WITH_THETA, PREFERRED, choose
 
 BRIER = {"bce_w": -0.20, "ratio": -0.259, "likelihood": -0.260, "average": -0.261}
 SE = {"bce_w": 0.009, "ratio": 0.004, "likelihood": 0.001, "average": 0.0}
@@ -51,3 +52,51 @@ def test_fit_pue_uses_the_rule():
                       candidates=["bce_w", "ratio", "likelihood", "brier"])
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
                                 order=("bce_w", "ratio", "likelihood", "brier"))
+
+
+def test_the_preferred_candidate_wins_whenever_the_brier_score_cannot_reject_it():
+    brier, nll = {**BRIER, "blend": -0.255}, {**NLL, "blend": 0.35}
+    # (−0.255 + 0.261) / 0.004 = 1.5 SE from the best: kept (no SE of the likelihood given).
+    se = {**SE, "blend": 0.004}
+    assert choose(brier, se, nll, 2.0, prefer="blend") == "blend"
+    assert choose(brier, se, {}, 2.0, prefer="blend") == "blend"
+    # 3 SE from the best: the held-out rows show a better one; the usual rule decides.
+    se = {**SE, "blend": 0.002}
+    assert choose(brier, se, nll, 2.0, prefer="blend") == "likelihood"
+    # tolerance 0: only if it is the best itself.
+    assert choose(brier, {**SE, "blend": 0.004}, nll, 0.0, prefer="blend") == "average"
+    # Not trained (a part diverged): the rule without it.
+    assert choose(BRIER, SE, NLL, 2.0, prefer="blend") == "likelihood"
+
+
+def test_the_likelihood_displaces_the_preferred_candidate_only_beyond_tolerance():
+    brier = {**BRIER, "blend": -0.255}
+    se = {**SE, "blend": 0.004}
+    nll = {**NLL, "blend": 0.352}
+    # likelihood is the NLL choice among the close (Ratio exempt): 0.352 − 0.345 = 0.007.
+    assert choose(brier, se, nll, 2.0, prefer="blend", nll_se={"likelihood": 0.004}) == "blend"
+    assert choose(brier, se, nll, 2.0, prefer="blend",
+                  nll_se={"likelihood": 0.003}) == "likelihood"
+    # The blend with the lowest NLL stays, whatever the SEs.
+    assert choose(brier, se, {**nll, "blend": 0.3}, 2.0, prefer="blend",
+                  nll_se={"likelihood": 0.0}) == "blend"
+    # No SE for the challenger: the blend is never displaced by the likelihood.
+    assert choose(brier, se, nll, 2.0, prefer="blend", nll_se={}) == "blend"
+
+
+def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
+    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
+    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
+    names = ["bce_w", "ratio", "likelihood", "brier", "blend"]
+    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
+                      batch_size=128, verbose=0, refit=False, candidates=names)
+    assert BLEND_PARTS == ("likelihood", "brier", "ratio") and PREFERRED == "blend"
+    assert fit.parts["blend"] == BLEND_PARTS
+    assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
+                                order=names, prefer="blend", nll_se=fit.nll_gap_se)
+    assert set(fit.nll_gap_se) == set(names) and fit.nll_gap_se["blend"] == 0.0
+    assert all(v > 0 for n, v in fit.nll_gap_se.items() if n != "blend")
+    x = s.x_e[:9]
+    prob = lambda m: 1.0 / (1.0 + np.exp(-m.predict(x, verbose=0).astype(np.float64)))  # noqa: E731
+    want = np.mean([prob(fit.candidates[n]) for n in BLEND_PARTS], axis=0)
+    np.testing.assert_allclose(prob(fit.candidates["blend"]), want, rtol=1e-5, atol=1e-6)

@@ -104,7 +104,9 @@ def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
         f"{1 - cfg.val_fraction:.0%} of the rows the other methods train on. "
         "Its accuracy is that of the round kept; the curves show every epoch. "
         "**Recommended** is `adp.fit_pue` with the same network (every estimator trained, "
-        "chosen on held-out PU/E rows by the exposure Brier score, refitted on all rows; "
+        "kept by fit_pue's rule on held-out PU/E rows (the fixed blend of `likelihood`, "
+        "`brier` and `ratio` unless the exposure Brier score shows another better), "
+        "refitted on all rows; "
         "its curve is its final accuracy). "
         "**ADPUE-direct** is the paper's formulation (nnPUE with f† = σ(z) of the model itself, "
         "every row, the last epoch); the paper's ADPUE number is shown beside both.", "",

@@ -1,0 +1,80 @@
+"""fit_pue's choice rule on held-out scores: :func:`choose`.
+
+The Brier score (no ``θ̂``) bounds the choice, the likelihood of ``W`` under
+``σ(z)·θ̂`` decides among the candidates it cannot tell apart, and the fixed
+``blend`` stays unless the held-out rows show another better
+(``docs/guide/choosing-models.md``, *The rule*).
+
+Example:
+    >>> choose({"blend": -0.30, "brier": -0.31}, {"blend": 0.02, "brier": 0.0},
+    ...        {"blend": 0.35, "brier": 0.34}, 2.0, prefer="blend", nll_se={"brier": 0.02})
+    'blend'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adpue_tf.recommend.candidates import PREDICTS_WITH_THETA
+
+__all__ = ["choose"]
+
+
+def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
+           tolerance: float, *, order: Sequence[str] = (), prefer: str | None = None,
+           nll_se: dict[str, float] | None = None) -> str:
+    """fit_pue's rule: the Brier score bounds the choice, the likelihood under ``θ̂`` decides.
+
+    The candidates within ``tolerance`` standard errors of the best held-out
+    Brier score (no ``θ̂``) are those it cannot tell apart; among them the
+    held-out likelihood of ``W`` under ``σ(z)·θ̂``, sharper when ``θ̂`` is
+    right, chooses (``benchmarks/results/selection.md``). If ``prefer`` (fit_pue:
+    ``"blend"``, a mean fixed before any row is seen) is among them, it stays
+    the choice unless that likelihood shows the other better by more than
+    ``tolerance`` standard errors of their paired difference (``nll_se``): on
+    small held-out parts a choice among single candidates is noise
+    (``benchmarks/results/linear.recommended.md``). A candidate that
+    predicts with that very ``θ̂`` (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`:
+    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``) takes
+    part only when it is the best by the Brier score: its likelihood under
+    ``θ̂`` measures how well ``q̂`` fits ``W``, not how wrong ``θ̂`` makes its
+    estimate of ``p``.
+
+    Args:
+        scores: held-out Brier score of each candidate (lower is better).
+        gap_se: standard error of each one's paired difference to the best.
+        nll: held-out NLL of ``W`` under ``σ(z)·θ̂``; empty: no ``θ̂`` (the
+            Brier score alone).
+        tolerance: in standard errors; 0: the Brier score alone.
+        order: names in order of preference for exact ties (default: ``scores``'s order).
+        prefer: a candidate kept whenever it is within ``tolerance`` standard
+            errors of the best by the Brier score and no other is better by the
+            likelihood beyond ``tolerance`` (None: none).
+        nll_se: standard error of each one's held-out NLL minus that of
+            ``prefer`` (paired); None or missing: ``prefer`` is never displaced
+            by the likelihood.
+
+    Returns:
+        The chosen candidate's name.
+
+    Example:
+        >>> choose({"ratio": -0.30, "likelihood": -0.31}, {"ratio": 0.01, "likelihood": 0.0},
+        ...        {"ratio": 0.33, "likelihood": 0.35}, 2.0)
+        'likelihood'
+        >>> choose({"blend": -0.305, "likelihood": -0.31}, {"blend": 0.01, "likelihood": 0.0},
+        ...        {"blend": 0.34, "likelihood": 0.33}, 2.0, prefer="blend")
+        'blend'
+    """
+    rank = list(order) + [n for n in scores if n not in order]
+    best = min(scores, key=lambda n: (scores[n], rank.index(n)))
+    kept = prefer in scores and scores[prefer] - scores[best] <= tolerance * gap_se[prefer]
+    if not nll:
+        return prefer if kept else best
+    close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
+             and (n == best or n not in PREDICTS_WITH_THETA)]
+    challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
+    if kept and challenger != prefer:
+        se = (nll_se or {}).get(challenger)
+        if se is None or nll[prefer] - nll[challenger] <= tolerance * se:
+            return prefer
+    return challenger
