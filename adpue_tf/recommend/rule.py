@@ -67,13 +67,14 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     """
     rank = list(order) + [n for n in scores if n not in order]
     best = min(scores, key=lambda n: (scores[n], rank.index(n)))
-    kept = prefer in scores and scores[prefer] - scores[best] <= tolerance * gap_se[prefer]
+    kept = (prefer if prefer is not None and prefer in scores
+            and scores[prefer] - scores[best] <= tolerance * gap_se[prefer] else None)
     if not nll:
-        return prefer if kept else best
+        return kept or best
     close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
              and (n == best or n not in PREDICTS_WITH_THETA)]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
-    if kept and challenger != prefer:
+    if prefer is not None and kept == prefer and challenger != prefer:
         se = (nll_se or {}).get(challenger)
         if se is None or nll[prefer] - nll[challenger] <= tolerance * se:
             return prefer
