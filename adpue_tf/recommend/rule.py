@@ -65,6 +65,13 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         ...        {"blend": 0.34, "likelihood": 0.33}, 2.0, prefer="blend")
         'blend'
     """
+    if not scores:
+        raise ValueError("`scores` must name at least one candidate.")
+    for arg, given in (("gap_se", gap_se), ("nll", nll)):
+        missing = [n for n in scores if n not in given]
+        if missing and (arg == "gap_se" or given):
+            raise ValueError(f"`{arg}` must have a value for every candidate of `scores`; "
+                             f"missing: {missing}.")
     rank = list(order) + [n for n in scores if n not in order]
     best = min(scores, key=lambda n: (scores[n], rank.index(n)))
     kept = (prefer if prefer is not None and prefer in scores

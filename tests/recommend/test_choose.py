@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 
 import adpue_tf as adp
 from adpue_tf.recommend import BLEND_PARTS, PREDICTS_WITH_THETA, PREFERRED, choose
@@ -100,3 +101,12 @@ def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
     prob = lambda m: 1.0 / (1.0 + np.exp(-m.predict(x, verbose=0).astype(np.float64)))  # noqa: E731
     want = np.mean([prob(fit.candidates[n]) for n in BLEND_PARTS], axis=0)
     np.testing.assert_allclose(prob(fit.candidates["blend"]), want, rtol=1e-5, atol=1e-6)
+
+
+def test_missing_values_are_refused_by_name():
+    with pytest.raises(ValueError, match="`gap_se` must have a value for every candidate"):
+        choose(BRIER, {"bce_w": 0.0}, NLL, 2.0)
+    with pytest.raises(ValueError, match="`nll` must have a value .* missing: \\['ratio'\\]"):
+        choose(BRIER, SE, {n: v for n, v in NLL.items() if n != "ratio"}, 2.0)
+    with pytest.raises(ValueError, match="`scores` must name at least one"):
+        choose({}, {}, {}, 2.0)
