@@ -18,8 +18,7 @@ name                  what it trains                                        epoc
 ``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
 ``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
 ``average``           the mean probability of the two best of the above     (its parts)
-``blend``             the mean probability of ``likelihood``, ``brier``,     (its parts)
-                      ``ratio`` (fixed: no choice among them)
+``blend``             mean of ``likelihood``, ``brier``, ``ratio`` (fixed)  (its parts)
 ====================  ====================================================  ==============
 
 ``θ̂``: ``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
