@@ -54,7 +54,7 @@ DESCRIPTIONS = {
     "recommended": "`adp.fit_pue` on the same training rows and net builder: every default "
                    "candidate trained on 80 % of the PU and E rows, kept by fit_pue's rule "
                    "(the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out "
-                   "exposure Brier score shows another better) and refitted on all (its own "
+                   "scores show another better) and refitted on all (its own "
                    "θ̂ and choice)",
 }
 

@@ -70,12 +70,12 @@ DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "ad
 #: ``θ̂`` but has the most variance); their mean is fixed before any row is seen.
 BLEND_PARTS = ("likelihood", "brier", "ratio")
 #: The candidate fit_pue keeps unless the held-out rows show another one better
-#: (:func:`adpue_tf.recommend.fit.choose`'s ``prefer``).
+#: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).
 PREFERRED = "blend"
 _COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
 #: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
 #: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
-#: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.fit.choose`).
+#: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
 PREDICTS_WITH_THETA = frozenset(n for n, parts in _COMPOSITE.items() if "theta" in parts)
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.
 THETA_FLOOR = 0.05

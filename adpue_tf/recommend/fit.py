@@ -261,8 +261,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     trained = [n for n in names if n != "average" and n not in failed]
     pooled = Pooled(stages)
     scores = {n: pooled.brier(n) for n in trained}
-    if "average" in names and len([n for n in trained if n != "blend"]) >= 2:
-        pair = tuple(n for _, n in sorted((scores[n], n) for n in trained if n != "blend")[:2])
+    singles = sorted((scores[n], n) for n in trained if n != "blend")  # average's pair
+    if "average" in names and len(singles) >= 2:
+        pair = (singles[0][1], singles[1][1])
         for st in stages:
             st.parts["average"] = pair
         if all(st.try_get("average") is not None for st in stages):
@@ -299,7 +300,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         sys.stderr.write("\n")
     return PUEFit(
         model=model, choice=choice, scores=scores, exposure_nll=nll, epochs=kept,
-        brier_gap_se=gap_se, nll_gap_se=nll_se, theta_calibration=pooled.theta_calibration() if theta_ok else {},
+        brier_gap_se=gap_se, nll_gap_se=nll_se,
+        theta_calibration=pooled.theta_calibration() if theta_ok else {},
         parts={n: stages[0].parts[n] for n in trained if n in stages[0].parts},
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pooled.w),
               "e_held_out": len(pooled.e)},

@@ -105,7 +105,7 @@ def _neural_markdown(cfg: table2.NeuralBenchConfig, loaded: dict, results: dict,
         "Its accuracy is that of the round kept; the curves show every epoch. "
         "**Recommended** is `adp.fit_pue` with the same network (every estimator trained, "
         "kept by fit_pue's rule on held-out PU/E rows (the fixed blend of `likelihood`, "
-        "`brier` and `ratio` unless the exposure Brier score shows another better), "
+        "`brier` and `ratio` unless the held-out scores show another better), "
         "refitted on all rows; "
         "its curve is its final accuracy). "
         "**ADPUE-direct** is the paper's formulation (nnPUE with f† = σ(z) of the model itself, "
