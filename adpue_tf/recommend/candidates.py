@@ -73,6 +73,8 @@ BLEND_PARTS = ("likelihood", "brier", "ratio")
 #: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).
 PREFERRED = "blend"
 _COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
+#: Candidates ``average`` never pairs (itself, and the fixed blend).
+NOT_AVERAGED = ("average", "blend")
 #: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
 #: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
 #: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
@@ -337,7 +339,7 @@ class Stage:
         pair = self.parts.get("average")
         if pair is None:
             ranked = sorted((s, n) for n, s in self.scores.items()
-                            if n not in ("average", "blend") and math.isfinite(s))
+                            if n not in NOT_AVERAGED and math.isfinite(s))
             if len(ranked) < 2:
                 raise ValueError("The `average` candidate needs two other candidates.")
             pair = (ranked[0][1], ranked[1][1])

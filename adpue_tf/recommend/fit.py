@@ -34,6 +34,7 @@ from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
+    NOT_AVERAGED,
     PREFERRED,
     Settings,
     Stage,
@@ -261,7 +262,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     trained = [n for n in names if n != "average" and n not in failed]
     pooled = Pooled(stages)
     scores = {n: pooled.brier(n) for n in trained}
-    singles = sorted((scores[n], n) for n in trained if n != "blend")  # average's pair
+    singles = sorted((scores[n], n) for n in trained if n not in NOT_AVERAGED)
     if "average" in names and len(singles) >= 2:
         pair = (singles[0][1], singles[1][1])
         for st in stages:

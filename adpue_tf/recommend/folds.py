@@ -54,6 +54,7 @@ class Pooled:
         self.w = np.concatenate([h[0].y for h in held if h is not None])
         self.e = np.concatenate([h[1].y for h in held if h is not None])
         self._z: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._nll: dict[str, np.ndarray] = {}
 
     def logits(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Held-out logits of ``name`` on every held-out PU row and E row."""
@@ -79,16 +80,21 @@ class Pooled:
         d_pu = 2.0 * self.w * (sigmoid(a_pu) - sigmoid(b_pu))
         return float(np.sqrt(np.var(d_e) / len(d_e) + np.var(d_pu) / len(d_pu)))
 
+    def _row_nll(self, name: str) -> np.ndarray:
+        """Per held-out PU row: NLL of ``W`` under ``σ(z)·θ̂`` (cached)."""
+        if name not in self._nll:
+            theta = sigmoid(self.logits("theta")[0])
+            self._nll[name] = np.asarray(exposure_nll(self.w, self.logits(name)[0], theta))
+        return self._nll[name]
+
     def exposure_nll(self, name: str) -> float:
         """Mean NLL of held-out ``W`` under ``σ(z)·θ̂``, ``θ̂`` cross-fitted (each fold's own)."""
-        theta = sigmoid(self.logits("theta")[0])
-        return float(np.mean(np.asarray(exposure_nll(self.w, self.logits(name)[0], theta))))
+        return float(np.mean(self._row_nll(name)))
 
     def nll_paired_se(self, name: str, other: str) -> float:
         """Standard error of the held-out NLL of ``name`` minus that of ``other`` (paired over PU rows)."""
-        theta = sigmoid(self.logits("theta")[0])
-        a, b = (np.asarray(exposure_nll(self.w, self.logits(n)[0], theta)) for n in (name, other))
-        return float(np.sqrt(np.var(a - b) / len(a)))
+        d = self._row_nll(name) - self._row_nll(other)
+        return float(np.sqrt(np.var(d) / len(d)))
 
     def theta_calibration(self, bins: int = 10) -> dict[str, float]:
         """``θ̂`` on the held-out E rows: log-loss, that of the constant rate, calibration error."""

@@ -81,8 +81,8 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
              and (n == best or n not in PREDICTS_WITH_THETA)]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
-    if prefer is not None and kept == prefer and challenger != prefer:
+    if kept is not None and challenger != kept:
         se = (nll_se or {}).get(challenger)
-        if se is None or nll[prefer] - nll[challenger] <= tolerance * se:
-            return prefer
+        if se is None or nll[kept] - nll[challenger] <= tolerance * se:
+            return kept
     return challenger
