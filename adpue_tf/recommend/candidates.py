@@ -48,6 +48,7 @@ from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
+    compile_for_fit,
     logits,
     pu_batches,
     steps_per_epoch,
@@ -219,7 +220,7 @@ class Stage:
         steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
         # One call of the training function per epoch (the small nets of tabular data
         # spend most of a step in Python dispatch otherwise).
-        model.compile(optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps)
+        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps)
         watch = None
         if self.held_out is not None:
             watch = HeldOutScore(net, monitor or self._brier_of())
@@ -259,9 +260,11 @@ class Stage:
 
     def _pue_data(self, name: str, rows: int) -> Any:
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
+        # Repeated: the same batches as a new pass per epoch (test_train.py), but
+        # Keras keeps one iterator instead of building one (~50 ms) per epoch.
         return pue_dataset(self.pu.x, self.pu.y, self.e.x, self.e.y,
                            batch_size=min(self.cfg.batch_size, len(self.pu) + len(self.e)),
-                           seed=self.seed_of(name), steps_per_epoch=steps)
+                           seed=self.seed_of(name), steps_per_epoch=steps).repeat()
 
     def _pu_labels(self, with_theta: bool) -> np.ndarray:
         y = pack_pu(self.pu.y)

@@ -38,6 +38,7 @@ from adpue_tf.recommend.compose import inputs_like
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
+    compile_for_fit,
     logits,
     pu_batches,
     steps_per_epoch,
@@ -130,7 +131,8 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
     def split(x: dict, y: Any) -> tuple[Any, Any]:
         return x["x"], tf.concat([tf.cast(y, tf.float32), x["theta"], x["fold"]], axis=1)
 
-    return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE)
+    # Repeated: one iterator for every epoch, the same batches (see Stage._pue_data).
+    return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE).repeat()
 
 
 def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
@@ -180,7 +182,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     pu_only = all(n in PU_ONLY for _, n in jobs)
     rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
-    model.compile(optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
+    compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
     epochs = cfg.epochs if first.fixed is None else max(
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,

@@ -27,7 +27,8 @@ import tensorflow as tf
 
 from adpue_tf.data._streams import gathered_batches
 
-__all__ = ["HeldOutScore", "StopWhenStale", "logits", "pu_batches", "steps_per_epoch"]
+__all__ = ["HeldOutScore", "StopWhenStale", "compile_for_fit", "logits", "pu_batches",
+           "steps_per_epoch"]
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192
@@ -68,6 +69,18 @@ def logits(model: keras.Model, x: Any) -> np.ndarray:
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
         parts.append(np.reshape(keras.ops.convert_to_numpy(forward(rows)), (-1,)))
     return np.concatenate(parts).astype(np.float64)
+
+
+def compile_for_fit(model: keras.Model, **kwargs: Any) -> None:
+    """``model.compile(**kwargs)``, then the optimizer's variables built before ``fit``.
+
+    Keras creates Adam's slots inside the first traced step, and a
+    ``tf.function`` that creates variables is traced twice; built here, the
+    step is traced once (about a third of ``fit_pue``'s time on small data).
+    """
+    model.compile(**kwargs)
+    if model.built and model.trainable_variables:
+        model.optimizer.build(model.trainable_variables)
 
 
 def steps_per_epoch(rows: int, batch_size: int, epochs: int, min_steps: int) -> int:

@@ -1,4 +1,4 @@
-"""The training helpers of fit_pue: scoring held-out rows."""
+"""The training helpers of fit_pue: scoring held-out rows, repeated epochs, one trace per step."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import weakref
 import keras
 import numpy as np
 
+from adpue_tf.data import pue_dataset
 from adpue_tf.recommend import train
 
 
@@ -26,3 +27,55 @@ def test_logits_of_a_large_set_are_the_eager_ones_and_the_cache_dies_with_the_mo
     del net
     gc.collect()
     assert ref() is None
+
+
+def _pue_rows(seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(50, 2)).astype("float32")
+    xe = rng.normal(size=(30, 2)).astype("float32")
+    return x, (rng.random(50) < .3).astype("float32"), xe, (rng.random(30) < .5).astype("float32")
+
+
+def test_a_repeated_epoch_dataset_gives_the_batches_of_a_new_pass_per_epoch():
+    """fit_pue repeats its one-epoch PUE datasets (one iterator, not one per epoch): same batches."""
+    x, w, xe, e = _pue_rows()
+
+    def build():
+        return pue_dataset(x, w, xe, e, batch_size=16, seed=3, steps_per_epoch=4)
+
+    ds = build()
+    passes = [b for _ in range(3) for b in ds]  # what Keras does with a finite dataset
+    repeated = list(build().repeat().take(12))
+    assert len(passes) == len(repeated) == 12
+    for (xa, ya), (xb, yb) in zip(passes, repeated):
+        np.testing.assert_array_equal(xa.numpy(), xb.numpy())
+        np.testing.assert_array_equal(ya.numpy(), yb.numpy())
+    # and the passes differ from one another (each epoch is a fresh permutation)
+    assert not np.array_equal(passes[0][0].numpy(), passes[4][0].numpy())
+
+
+class CountSteps(keras.Model):
+    traces = 0
+
+    def train_step(self, data):
+        type(self).traces += 1
+        return super().train_step(data)
+
+
+def test_compile_for_fit_builds_the_optimizer_so_the_step_is_traced_once():
+    """Keras traces a step that creates Adam's slots twice; compile_for_fit builds them first."""
+    x, y = np.ones((32, 3), "float32"), np.ones((32, 1), "float32")
+    counts = []
+    for prepare in (False, True):
+        inputs = keras.Input((3,))
+        model = CountSteps(inputs, keras.layers.Dense(1)(inputs))
+        CountSteps.traces = 0
+        kwargs = {"optimizer": keras.optimizers.Adam(), "loss": "mse", "steps_per_execution": 2}
+        if prepare:
+            train.compile_for_fit(model, **kwargs)
+            assert model.optimizer.built
+        else:
+            model.compile(**kwargs)
+        model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+        counts.append(CountSteps.traces)
+    assert counts == [2, 1]
