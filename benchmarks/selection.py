@@ -109,7 +109,8 @@ def choose(r: dict, rule: str) -> str:
     names = sorted(r["brier"])
     if rule == "fit_pue_rule":
         return adp.recommend.choose(r["brier"], r["gap_se"], r["nll"], 2.0, order=names,
-                                    prefer="blend", nll_se=r.get("nll_se"))
+                                    prefer="blend", nll_se=r.get("nll_se"),
+                                    derived=adp.recommend.DERIVED)
     if rule == "exemption":
         drop = lambda d: {n: v for n, v in d.items() if n != "blend"}  # noqa: E731
         return adp.recommend.choose(drop(r["brier"]), r["gap_se"], drop(r["nll"]), 2.0,

@@ -13,6 +13,7 @@ from adpue_tf.recommend.candidates import (
     BLEND_PARTS,
     CANDIDATES,
     DEFAULT_CANDIDATES,
+    DERIVED,
     PREDICTS_WITH_THETA,
     PREFERRED,
 )
@@ -21,5 +22,5 @@ from adpue_tf.recommend.fit import fit_pue
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PREFERRED",
-           "PUEFit", "ProbabilityMean", "RatioLogit", "choose", "fit_pue"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "PREDICTS_WITH_THETA",
+           "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "choose", "fit_pue"]

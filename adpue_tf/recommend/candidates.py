@@ -55,8 +55,8 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation import exposure_brier_score
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "PREDICTS_WITH_THETA", "PREFERRED",
-           "Failed", "Settings", "Stage"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "PREDICTS_WITH_THETA",
+           "PREFERRED", "Failed", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
@@ -76,6 +76,10 @@ PREFERRED = "blend"
 _COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
 #: Candidates ``average`` never pairs (itself, and the fixed blend).
 NOT_AVERAGED = ("average", "blend")
+#: Candidates built from the held-out scores (``average``: the two best by them),
+#: so their scores are biased low on those rows: never the reference of the
+#: tolerance (:func:`adpue_tf.recommend.rule.choose`'s ``derived``).
+DERIVED = ("average",)
 #: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
 #: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
 #: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.rule.choose`).

@@ -34,6 +34,7 @@ from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
+    DERIVED,
     NOT_AVERAGED,
     PREFERRED,
     Settings,
@@ -273,14 +274,15 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     if not trained:
         raise ValueError("Every candidate diverged: " + "; ".join(
             v for n, v in failed.items() if n != "theta") + ". Lower `learning_rate`.")
-    best = min(trained, key=lambda n: (scores[n], names.index(n)))
+    best = min([n for n in trained if n not in DERIVED] or trained,
+               key=lambda n: (scores[n], names.index(n)))
     theta_ok = "theta" not in failed
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
     nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
               if theta_ok and PREFERRED in trained else {})
     choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
-                    nll_se=nll_se)
+                    nll_se=nll_se, derived=DERIVED)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     selected = time.perf_counter()

@@ -38,7 +38,8 @@ class PUEFit:
         candidates: ``{candidate: model}``, each trained on the training part
             only (with folds: the mean of its fold models).
         brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
-            the best one (paired over the held-out rows).
+            the best one not built from these scores (not ``average``; paired
+            over the held-out rows).
         nll_gap_se: ``{candidate: standard error}`` of its held-out NLL minus
             that of ``blend`` (paired; empty without ``blend`` or ``θ̂``).
         folds: 1 (one split) or the number of folds cross-fitted.

@@ -22,7 +22,7 @@ __all__ = ["choose"]
 
 def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
            tolerance: float, *, order: Sequence[str] = (), prefer: str | None = None,
-           nll_se: dict[str, float] | None = None) -> str:
+           nll_se: dict[str, float] | None = None, derived: Sequence[str] = ()) -> str:
     """fit_pue's rule: the Brier score bounds the choice, the likelihood under ``θ̂`` decides.
 
     The candidates within ``tolerance`` standard errors of the best held-out
@@ -38,11 +38,15 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``) takes
     part only when it is the best by the Brier score: its likelihood under
     ``θ̂`` measures how well ``q̂`` fits ``W``, not how wrong ``θ̂`` makes its
-    estimate of ``p``.
+    estimate of ``p``. A candidate built from these very scores (``derived``;
+    fit_pue's ``average``, whose pair is the two best by them) has a score
+    biased low on the rows that built it: it may be chosen, but the tolerance
+    is measured from the best of the others.
 
     Args:
         scores: held-out Brier score of each candidate (lower is better).
-        gap_se: standard error of each one's paired difference to the best.
+        gap_se: standard error of each one's paired difference to the best
+            candidate not in ``derived``.
         nll: held-out NLL of ``W`` under ``σ(z)·θ̂``; empty: no ``θ̂`` (the
             Brier score alone).
         tolerance: in standard errors; 0: the Brier score alone.
@@ -53,6 +57,8 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         nll_se: standard error of each one's held-out NLL minus that of
             ``prefer`` (paired); None or missing: ``prefer`` is never displaced
             by the likelihood.
+        derived: candidates whose construction read these held-out scores
+            (never the reference; the best overall when none is left).
 
     Returns:
         The chosen candidate's name.
@@ -73,11 +79,15 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
             raise ValueError(f"`{arg}` must have a value for every candidate of `scores`; "
                              f"missing: {missing}.")
     rank = list(order) + [n for n in scores if n not in order]
-    best = min(scores, key=lambda n: (scores[n], rank.index(n)))
+
+    def lowest(names: Sequence[str]) -> str:
+        return min(names, key=lambda n: (scores[n], rank.index(n)))
+
+    best = lowest([n for n in scores if n not in derived] or list(scores))
     kept = (prefer if prefer is not None and prefer in scores
             and scores[prefer] - scores[best] <= tolerance * gap_se[prefer] else None)
     if not nll:
-        return kept or best
+        return kept or lowest(list(scores))
     close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
              and (n == best or n not in PREDICTS_WITH_THETA)]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))

@@ -110,3 +110,38 @@ def test_missing_values_are_refused_by_name():
         choose(BRIER, SE, {n: v for n, v in NLL.items() if n != "ratio"}, 2.0)
     with pytest.raises(ValueError, match="`scores` must name at least one"):
         choose({}, {}, {}, 2.0)
+
+
+def test_a_derived_candidate_is_never_the_reference_of_the_tolerance():
+    # Table 1, australian, θ 0.7, α 0.3, trial 5 (rounded): `average` (the two best by
+    # these scores) is best; against it the blend is 2.5 SE out, against the best
+    # single candidate (likelihood) 1.4 SE in.
+    brier = {"likelihood": -0.054, "bce_w": -0.045, "blend": -0.043, "average": -0.059}
+    nll = {"likelihood": 0.375, "bce_w": 0.409, "blend": 0.418, "average": 0.380}
+    to_average = {"likelihood": 0.020, "bce_w": 0.020, "blend": 0.0066, "average": 0.0}
+    to_single = {"likelihood": 0.0, "bce_w": 0.008, "blend": 0.008, "average": 0.004}
+    nll_se = {"likelihood": 0.032, "bce_w": 0.039, "average": 0.014}
+    assert choose(brier, to_average, nll, 2.0, prefer="blend", nll_se=nll_se) == "likelihood"
+    assert choose(brier, to_single, nll, 2.0, prefer="blend", nll_se=nll_se,
+                  derived=("average",)) == "blend"
+    # `average` can still be chosen: by the likelihood among the close ...
+    assert choose(brier, to_single, {**nll, "average": 0.30}, 2.0, prefer="blend",
+                  nll_se=nll_se, derived=("average",)) == "average"
+    # ... or as the best by the Brier score when there is no θ̂.
+    assert choose(brier, to_single, {}, 2.0, derived=("average",)) == "average"
+    # Every candidate derived: the best of them is the reference.
+    assert choose({"average": -0.1}, {"average": 0.0}, {}, 2.0, derived=("average",)) == "average"
+
+
+def test_fit_pue_measures_the_tolerance_from_the_best_candidate_not_derived():
+    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
+    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
+    names = ["bce_w", "likelihood", "brier", "average", "blend"]
+    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
+                      batch_size=128, verbose=0, refit=False, candidates=names)
+    assert adp.recommend.DERIVED == ("average",) and "average" in fit.scores
+    ref = min((n for n in fit.scores if n != "average"), key=fit.scores.get)
+    assert fit.brier_gap_se[ref] == 0.0 and fit.brier_gap_se["average"] > 0.0
+    assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
+                                order=names, prefer="blend", nll_se=fit.nll_gap_se,
+                                derived=("average",))
