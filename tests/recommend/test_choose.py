@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -145,3 +147,14 @@ def test_fit_pue_measures_the_tolerance_from_the_best_candidate_not_derived():
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
                                 order=names, prefer="blend", nll_se=fit.nll_gap_se,
                                 derived=("average",))
+
+
+def test_the_report_measures_from_the_rules_reference():
+    from adpue_tf.recommend.result import _example_fit
+
+    fit = dataclasses.replace(_example_fit(), scores={"bce_w": -0.10, "ratio": -0.05, "average": -0.12},
+                              brier_gap_se={"bce_w": 0.0, "ratio": 0.02, "average": 0.01})
+    rows = {line.split("|")[1].strip(" ←"): line.split("|")[3].strip()
+            for line in fit.report().splitlines() if line.startswith("| ") and "Brier" not in line}
+    assert rows == {"average": "-0.0200 (0.0100)", "bce_w": "+0.0000 (0.0000)",
+                    "ratio": "+0.0500 (0.0200)"}
