@@ -101,10 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "log-log function of a fixed random projection, calibrated to "
                              "--exposure-rate")
     linear.add_argument("--no-recommended", action="store_true",
-                        help="skip the Recommended column (adp.fit_pue per trial, ~30-90 s "
-                             "a trial on 2 cores)")
-    linear.add_argument("--recommended-epochs", type=int, default=20,
-                        help="Recommended: fit_pue's epochs")
+                        help="skip the Recommended column (adp.fit_pue per trial, ~5-10 s "
+                             "a trial and setting on 2 cores)")
+    linear.add_argument("--recommended-epochs", type=int, default=1,
+                        help="Recommended: fit_pue's epochs (1: one epoch of "
+                             "--recommended-min-steps steps, trained to convergence)")
     linear.add_argument("--recommended-lr", type=float, default=0.01,
                         help="Recommended: fit_pue's learning rate")
     linear.add_argument("--recommended-min-steps", type=int, default=500,

@@ -42,7 +42,10 @@ class RecommendedConfig:
     """The settings :func:`adpue_tf.fit_pue` is called with.
 
     Attributes:
-        epochs: at most this many epochs per net (each keeps its best).
+        epochs: at most this many epochs per net (each keeps its best); 1: one
+            epoch of ``min_steps`` steps, no epoch chosen (the linear nets of
+            Table 1 trained to convergence: an epoch chosen on its ~40 held-out
+            rows stopped them early, by noise).
         learning_rate: Adam's learning rate (0.01 suits a linear net; fit_pue's
             default 1e-3 is for deeper nets).
         min_steps: at least this many optimizer steps per net.
@@ -54,7 +57,7 @@ class RecommendedConfig:
         folds: fit_pue's ``folds`` (1: one held-out split; K: K-fold cross-fitting).
     """
 
-    epochs: int = 20
+    epochs: int = 1
     learning_rate: float = 0.01
     min_steps: int = 500
     batch_size: int = 512

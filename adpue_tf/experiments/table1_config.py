@@ -59,9 +59,12 @@ class LinearBenchConfig:
         ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
         exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
-        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~30-90 s a trial).
+        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~5-10 s a
+            trial and setting).
         recommended_epochs, recommended_learning_rate, recommended_min_steps,
-            recommended_folds: its settings
+            recommended_folds: its settings (default: one epoch of 500 steps,
+            every linear net trained to convergence as every other column's is;
+            an epoch chosen on Table 1's ~40 held-out rows stopped at 25-75 steps)
             (``recommended.from_bench``); likewise ``recommended_candidates`` and
             ``recommended_l2`` (None: ``l2``).
     """
@@ -93,7 +96,7 @@ class LinearBenchConfig:
     ips_clip: float = 0.05
     exposure_mechanism: str = "paper"
     recommended: bool = True
-    recommended_epochs: int = 20
+    recommended_epochs: int = 1
     recommended_learning_rate: float = 0.01
     recommended_min_steps: int = 500
     recommended_folds: int = 1
