@@ -41,6 +41,7 @@ from adpue_tf._internal.net_checks import (
     check_single_tensor,
     input_shapes,
 )
+from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskTracker
@@ -260,6 +261,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """
         if isinstance(x, tf.data.Dataset) and len(args) < 7:  # shuffle not given by position
             kwargs.setdefault("shuffle", False)
+        build_optimizer(self)  # the step is traced once, not twice
         return super().fit(x, y, *args, **kwargs)
 
     def compile_from_config(self, config: dict[str, Any]) -> None:

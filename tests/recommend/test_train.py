@@ -79,3 +79,23 @@ def test_compile_for_fit_builds_the_optimizer_so_the_step_is_traced_once():
         model.fit(x, y, batch_size=8, epochs=2, verbose=0)
         counts.append(CountSteps.traces)
     assert counts == [2, 1]
+
+
+def test_a_debiased_model_step_is_traced_once():
+    """DebiasedModel.fit builds the optimizer first, so its step is traced once."""
+    import adpue_tf as adp
+
+    class Counted(adp.DebiasedModel):
+        traces = 0
+
+        def train_step(self, data):
+            type(self).traces += 1
+            return super().train_step(data)
+
+    x, w, xe, e = _pue_rows()
+    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model = Counted(net)
+    model.compile(optimizer=keras.optimizers.Adam(), loss=adp.ADPUELoss(from_logits=True))
+    assert not model.optimizer.built
+    model.fit(pue_dataset(x, w, xe, e, batch_size=16, seed=0), epochs=2, verbose=0)
+    assert model.optimizer.built and Counted.traces == 1
