@@ -43,7 +43,7 @@ from adpue_tf.recommend.candidates import (
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import choose
+from adpue_tf.recommend.rule import choose, reference
 
 __all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "choose", "fit_pue"]
 
@@ -274,8 +274,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     if not trained:
         raise ValueError("Every candidate diverged: " + "; ".join(
             v for n, v in failed.items() if n != "theta") + ". Lower `learning_rate`.")
-    best = min([n for n in trained if n not in DERIVED] or trained,
-               key=lambda n: (scores[n], names.index(n)))
+    best = reference(scores, DERIVED, names)
     theta_ok = "theta" not in failed
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: pooled.paired_se(n, best) for n in trained}

@@ -12,6 +12,7 @@ import dataclasses
 import keras
 
 from adpue_tf.recommend.candidates import DERIVED
+from adpue_tf.recommend.rule import reference
 
 __all__ = ["PUEFit"]
 
@@ -78,8 +79,7 @@ class PUEFit:
             >>> print(_example_fit().report().splitlines()[0])
             fit_pue: chose bce_w (held-out exposure Brier score -0.1000; lower is better)
         """
-        fair = [v for n, v in self.scores.items() if n not in DERIVED]  # the rule's reference
-        best = min(fair or self.scores.values())
+        best = self.scores[reference(self.scores, DERIVED)]  # the rule's reference
         lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score "
                  f"{self.scores[self.choice]:.4f}; lower is better)", "",
                  "| candidate | Brier | vs best (SE) | W NLL under θ̂ | epochs |",

@@ -17,7 +17,23 @@ from collections.abc import Sequence
 
 from adpue_tf.recommend.candidates import PREDICTS_WITH_THETA
 
-__all__ = ["choose"]
+__all__ = ["choose", "reference"]
+
+
+def reference(scores: dict[str, float], derived: Sequence[str] = (),
+              order: Sequence[str] = ()) -> str:
+    """The candidate the tolerance is measured from: the lowest score not in ``derived``.
+
+    Ties follow ``order`` (then ``scores``'s order); when every candidate is
+    derived, the lowest of them.
+
+    Example:
+        >>> reference({"likelihood": -0.054, "average": -0.059}, derived=("average",))
+        'likelihood'
+    """
+    rank = list(order) + [n for n in scores if n not in order]
+    fair = [n for n in scores if n not in derived] or list(scores)
+    return min(fair, key=lambda n: (scores[n], rank.index(n)))
 
 
 def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
@@ -79,15 +95,11 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
             raise ValueError(f"`{arg}` must have a value for every candidate of `scores`; "
                              f"missing: {missing}.")
     rank = list(order) + [n for n in scores if n not in order]
-
-    def lowest(names: Sequence[str]) -> str:
-        return min(names, key=lambda n: (scores[n], rank.index(n)))
-
-    best = lowest([n for n in scores if n not in derived] or list(scores))
+    best = reference(scores, derived, rank)
     kept = (prefer if prefer is not None and prefer in scores
             and scores[prefer] - scores[best] <= tolerance * gap_se[prefer] else None)
     if not nll:
-        return kept or lowest(list(scores))
+        return kept or reference(scores, (), rank)
     close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
              and (n == best or n not in PREDICTS_WITH_THETA)]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
