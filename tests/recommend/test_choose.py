@@ -16,6 +16,14 @@ SE = {"bce_w": 0.009, "ratio": 0.004, "likelihood": 0.001, "average": 0.0}
 NLL = {"bce_w": 0.405, "ratio": 0.338, "likelihood": 0.345, "average": 0.347}
 
 
+def _small_fit(names: list[str]) -> tuple[adp.recommend.PUEFit, adp.synthetic.SyntheticPUE]:
+    """fit_pue on a small synthetic set with a linear net, no refit: its result and the data."""
+    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
+    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
+    return adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
+                       batch_size=128, verbose=0, refit=False, candidates=names), s
+
+
 def test_only_ratio_divides_by_the_shared_theta():
     assert PREDICTS_WITH_THETA == frozenset({"ratio"})
 
@@ -48,11 +56,7 @@ def test_exact_ties_follow_the_order():
 
 
 def test_fit_pue_uses_the_rule():
-    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
-    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
-    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
-                      batch_size=128, verbose=0, refit=False,
-                      candidates=["bce_w", "ratio", "likelihood", "brier"])
+    fit, _ = _small_fit(["bce_w", "ratio", "likelihood", "brier"])
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
                                 order=("bce_w", "ratio", "likelihood", "brier"))
 
@@ -88,11 +92,8 @@ def test_the_likelihood_displaces_the_preferred_candidate_only_beyond_tolerance(
 
 
 def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
-    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
-    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     names = ["bce_w", "ratio", "likelihood", "brier", "blend"]
-    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
-                      batch_size=128, verbose=0, refit=False, candidates=names)
+    fit, s = _small_fit(names)
     assert BLEND_PARTS == ("likelihood", "brier", "ratio") and PREFERRED == "blend"
     assert fit.parts["blend"] == BLEND_PARTS
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
@@ -136,11 +137,8 @@ def test_a_derived_candidate_is_never_the_reference_of_the_tolerance():
 
 
 def test_fit_pue_measures_the_tolerance_from_the_best_candidate_not_derived():
-    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
-    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     names = ["bce_w", "likelihood", "brier", "average", "blend"]
-    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
-                      batch_size=128, verbose=0, refit=False, candidates=names)
+    fit, _ = _small_fit(names)
     assert adp.recommend.DERIVED == ("average",) and "average" in fit.scores
     ref = min((n for n in fit.scores if n != "average"), key=fit.scores.get)
     assert fit.brier_gap_se[ref] == 0.0 and fit.brier_gap_se["average"] > 0.0
