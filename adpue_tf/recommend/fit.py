@@ -58,7 +58,7 @@ FOLDS_FINAL = "refit"
 
 
 # -- argument checks --------------------------------------------------------------------
-def _check_net(build_net: Callable[[], keras.Model]) -> None:
+def _check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
     """One call of ``build_net``: a Keras model with defined inputs, one logit out."""
     if not callable(build_net) or isinstance(build_net, keras.Model):
         raise TypeError("`build_net` must be a function that returns a fresh Keras model "
@@ -77,6 +77,46 @@ def _check_net(build_net: Callable[[], keras.Model]) -> None:
     if activation in ("sigmoid", "softmax"):
         raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
                          f"{activation}; drop the activation (fit_pue applies the sigmoid).")
+    return net
+
+
+def _fits(row: tuple, ref: tuple) -> bool:
+    """Whether rows of shape ``row`` fit an input of shape ``(batch, *ref)``.
+
+    As Keras does, a missing or extra trailing axis of size 1 is allowed.
+    """
+    if len(row) == len(ref):
+        return all(r is None or d is None or r == d for r, d in zip(row, ref))
+    if len(row) + 1 == len(ref) and ref[-1] in (1, None):
+        return _fits(row, ref[:-1])
+    if len(row) == len(ref) + 1 and row[-1] == 1:
+        return _fits(row[:-1], ref)
+    return False
+
+
+def _check_inputs(net: keras.Model, pu: Rows) -> None:
+    """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
+    structure = (net.inputs[0] if len(net.inputs) == 1 else net.inputs) \
+        if isinstance(net, keras.Sequential) else net.input
+    rows = layout(pu.x)
+    if isinstance(structure, dict):
+        if not isinstance(rows, dict):
+            raise ValueError(f"`build_net()`'s model takes a dict of features "
+                             f"{sorted(structure)}, but `x_pu` is one array of rows {rows}.")
+        missing = sorted(set(structure) - set(rows))
+        if missing:
+            raise ValueError(f"`x_pu` and `x_e` lack the feature(s) {missing} that "
+                             f"`build_net()`'s model takes (they have {sorted(rows)}).")
+        pairs = [(k, rows[k], tuple(structure[k].shape[1:])) for k in sorted(structure)]
+    elif isinstance(rows, dict) or not hasattr(structure, "shape"):
+        return  # Keras matches these by name or position; it says what is wrong
+    else:
+        pairs = [("x_pu", rows, tuple(structure.shape[1:]))]
+    for key, row, ref in pairs:
+        if not _fits(row, ref):
+            what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
+            raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
+                             f"whose input takes rows of shape {ref}.")
 
 
 def _check_same_features(pu: Rows, e: Rows) -> None:
@@ -215,7 +255,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    _check_net(build_net)
+    net = _check_net(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
     if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
@@ -242,6 +282,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
                         optimizer=lambda: keras.optimizers.Adam(lr), patience=stale)
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     _check_same_features(pu, ex)
+    _check_inputs(net, pu)
     _check_labels(pu, ex, 1)
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:

@@ -78,20 +78,26 @@ def test_same_seed_same_choice_and_weights(data):
 
 
 @pytest.mark.slow
+def _dict_net():
+    inputs = {"a": keras.Input((1,), name="a"), "b": keras.Input((1,), name="b")}
+    return keras.Model(inputs, keras.layers.Dense(1)(
+        keras.layers.Concatenate()([inputs["a"], inputs["b"]])))
+
+
 def test_dict_features_and_datasets_of_rows_give_the_same_fit(data):
     kwargs = dict(candidates=["bce_w", "brier"], **FAST)
     base = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, **kwargs)
-
-    def dict_net():
-        inputs = {"a": keras.Input((1,), name="a"), "b": keras.Input((1,), name="b")}
-        return keras.Model(inputs, keras.layers.Dense(1)(
-            keras.layers.Concatenate()([inputs["a"], inputs["b"]])))
+    dict_net = _dict_net
 
     def as_dict(x):
         return {"a": x[:, :1], "b": x[:, 1:]}
 
     dicts = adp.fit_pue(dict_net, as_dict(data.x_pu), data.w_pu, as_dict(data.x_e), data.e_e,
                         **kwargs)
+    # a feature of shape (n,) for an input of shape (batch, 1), as Keras takes it
+    flat = adp.fit_pue(dict_net, {k: v[:, 0] for k, v in as_dict(data.x_pu).items()}, data.w_pu,
+                       {k: v[:, 0] for k, v in as_dict(data.x_e).items()}, data.e_e, **kwargs)
+    assert flat.scores == pytest.approx(dicts.scores, abs=1e-6)
     rows = adp.fit_pue(
         linear(),
         tf.data.Dataset.from_tensor_slices((data.x_pu.astype("float32"), data.w_pu)), None,
@@ -160,6 +166,15 @@ BAD = [
     (dict(w=np.zeros(500)), ValueError, "`w` has 0 observed positive"),
     (dict(e=np.ones(500)), ValueError, "`e` holds only the value 1"),
     (dict(x_e=np.zeros((500, 3))), ValueError, "same features"),
+    (dict(x_pu=np.zeros((500, 3)), x_e=np.zeros((500, 3))), ValueError,
+     "rows of shape \\(3,\\) do not fit `build_net\\(\\)`'s model, whose input takes rows of "
+     "shape \\(2,\\)"),
+    (dict(build_net=lambda: _dict_net(), x_pu={"a": np.zeros((500, 1))},
+          x_e={"a": np.zeros((500, 1))}), ValueError, "lack the feature\\(s\\) \\['b'\\]"),
+    (dict(build_net=lambda: _dict_net()), ValueError, "takes a dict of features \\['a', 'b'\\]"),
+    (dict(build_net=lambda: _dict_net(), x_pu={"a": np.zeros((500, 1)), "b": np.zeros((500, 4))},
+          x_e={"a": np.zeros((500, 1)), "b": np.zeros((500, 4))}), ValueError,
+     "feature 'b' of `x_pu`: rows of shape \\(4,\\)"),
     (dict(w=np.full(500, 2.0)), ValueError, "`w`"),
     (dict(w=np.ones(499)), ValueError, "`w` has 499 rows"),
     (dict(x_pu=np.full((500, 2), np.nan)), ValueError, "x_pu"),
