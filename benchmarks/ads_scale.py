@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="logged rows (PU + exposure) of each log")
     p.add_argument("--policies", nargs="+", choices=POLICIES, default=["logistic"],
                    help="logging policies: a log per policy and size")
+    p.add_argument("--base-rate", type=float, default=None,
+                   help="the logs' mean p(y=1|x) (the simulator's base_rate, e.g. 0.1); "
+                        "None: its default conversion intercept")
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
                    help="methods to run")
     p.add_argument("--epochs", type=int, default=1, help="passes over the training shards")
@@ -243,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     for policy in args.policies:
         for rows in sorted(args.rows):
             log = ensure_log(rows, Path(args.log_dir), args.workers, policy=policy,
-                             eval_rows=args.eval_rows)
+                             eval_rows=args.eval_rows, base_rate=args.base_rate)
             print(f"{rows:,} logged rows, {policy} policy", flush=True)
             results[log.name], logs[log.name] = _one_log(args, log, rows, policy), log
             out.with_suffix(".partial.json").write_text(json.dumps(results, default=float))

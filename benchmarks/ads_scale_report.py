@@ -50,7 +50,10 @@ def _setup(args: Any, results: dict) -> list[str]:
         f"- Logs: `adpue_tf.synthetic.AdLogSimulator` defaults ({c['n_users']} users, "
         f"{c['n_items']} items ({c['rare_item_share']:.0%} rarely shown), {c['n_campaigns']} "
         f"campaigns, 3 devices, {c['context_dim']}-dim context), seed 0, logging policy "
-        "`logistic` (θ = σ(z_e)) or `cloglog` (θ = 1 − exp(−exp(z_e)), not logistic); logged "
+        "`logistic` (θ = σ(z_e)) or `cloglog` (θ = 1 − exp(−exp(z_e)), not logistic)"
+        + ("" if c.get("base_rate") is None else
+           f", conversion intercept set for a mean p(y=1|x) of {c['base_rate']:g} (`base_rate`)")
+        + "; logged "
         f"rows {sizes}, half PU log, half exposure log, 16 shards each; evaluation set "
         f"{counts['eval']:,} rows with the true p(y=1|x), θ(e=1|x) and Y.",
         f"- Held out for the streamed methods' selection: the last shard of each log, first "

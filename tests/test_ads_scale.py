@@ -81,6 +81,23 @@ def test_the_learning_rate_is_chosen_by_the_validation_score_alone():
 
 
 @pytest.mark.slow
+def test_a_log_with_a_base_rate_is_its_own_folder_and_has_that_mean_p(tmp_path):
+    low = ads_scale_log.ensure_log(2000, tmp_path, workers=1, eval_rows=2000, policy="cloglog",
+                                   base_rate=0.1)
+    assert low.name == "rows_2000_cloglog_base0.1"
+    meta = read_ad_log_meta(low)
+    assert meta["config"]["base_rate"] == 0.1 and meta["config"]["policy"] == "cloglog"
+    _, truth = ads_scale_log.eval_data(meta, 512)
+    assert abs(float(np.mean(truth["p_y"])) - 0.1) < 0.02
+    assert ads_scale_log.ensure_log(2000, tmp_path, workers=1, eval_rows=2000, policy="cloglog",
+                                    base_rate=0.1) == low  # found, not written again
+    default = ads_scale_log.ensure_log(2000, tmp_path, workers=1, eval_rows=2000,
+                                       policy="cloglog")
+    assert default.name == "rows_2000_cloglog" and default != low
+    with pytest.raises(ValueError, match="base_rate"):
+        ads_scale_log.ensure_log(2000, tmp_path, workers=1, policy="cloglog", base_rate=1.5)
+
+
 def test_every_method_end_to_end_on_a_tiny_log(tmp_path):
     log = ads_scale_log.ensure_log(4000, tmp_path, workers=1, eval_rows=2000)
     meta = read_ad_log_meta(log)
