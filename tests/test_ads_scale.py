@@ -116,6 +116,9 @@ def test_every_method_end_to_end_on_a_tiny_log(tmp_path):
     rec = ads_scale_methods.run_recommended(log, epochs=1, batch_size=256, lr=0.01)
     assert rec["choice"] in rec["scores"] and rec["fit_wall_s"] > 0
     assert rec["train_rows"] == 2 * 2000 * 15 // 16 and 0.0 < rec["eval"]["mae"] < 1.0
+    assert set(rec["candidates"]) == set(rec["scores"])  # each candidate against the truth
+    assert all(0.0 < c["mae"] < 1.0 and 0.0 < c["mean_pred"] < 1.0
+               for c in rec["candidates"].values())
 
 
 @pytest.mark.slow
@@ -129,7 +132,8 @@ def test_main_writes_report_plot_and_json(tmp_path):
     text = out.read_text()
     for needle in ("## Provenance", "- Command: `python -m benchmarks.ads_scale --rows 3000",
                    "## Accuracy: 3,000 logged rows, `cloglog` policy", "## Targets",
-                   "## Training throughput", "## Peak resident memory", "fit_pue: chose"):
+                   "## Training throughput", "## Peak resident memory", "fit_pue: chose",
+                   "fit_pue's candidates against the truth"):
         assert needle in text, needle
     assert str(tmp_path) not in text and "<local>/logs" in text
     assert (tmp_path / "res" / "ads_calibration.png").stat().st_size > 1000
