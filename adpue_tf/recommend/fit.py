@@ -321,8 +321,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
     nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
               if theta_ok and PREFERRED in trained else {})
+    positives = int(np.sum(pooled.w))
     choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
-                    nll_se=nll_se, derived=DERIVED)
+                    nll_se=nll_se, derived=DERIVED, positives=positives)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     selected = time.perf_counter()
@@ -347,7 +348,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         theta_calibration=pooled.theta_calibration() if theta_ok else {},
         parts={n: stages[0].parts[n] for n in trained if n in stages[0].parts},
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pooled.w),
-              "e_held_out": len(pooled.e)},
+              "e_held_out": len(pooled.e), "w_held_out": positives},
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
         candidates={n: fold_average(stages, n) for n in trained},
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},

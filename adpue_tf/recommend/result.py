@@ -11,8 +11,8 @@ import dataclasses
 
 import keras
 
-from adpue_tf.recommend.candidates import DERIVED
-from adpue_tf.recommend.rule import reference
+from adpue_tf.recommend.candidates import DERIVED, PREFERRED
+from adpue_tf.recommend.rule import MIN_POSITIVES, reference
 
 __all__ = ["PUEFit"]
 
@@ -36,7 +36,9 @@ class PUEFit:
         theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
             ``log_loss_constant`` (of the constant rate) and ``calibration_error``.
         parts: the candidates a composite is made of (``"ratio"``, ``"average"``, ...).
-        rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n}``.
+        rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n,
+            "w_held_out": n}`` (the last: observed positives held out; fewer
+            than :data:`~adpue_tf.recommend.rule.MIN_POSITIVES` keep ``blend``).
         seconds: ``{"select": s, "refit": s}`` of wall time.
         candidates: ``{candidate: model}``, each trained on the training part
             only (with folds: the mean of its fold models).
@@ -93,6 +95,10 @@ class PUEFit:
                          f"{self.exposure_nll.get(name, float('nan')):.4f} | {epochs} |")
         for name, why in self.failed.items():
             lines.append(f"| {name} | failed: {why} | | | |")
+        few = self.rows.get("w_held_out")
+        if self.choice == PREFERRED and few is not None and few < MIN_POSITIVES:
+            lines += ["", f"Kept {PREFERRED}: {few} observed positive(s) held out, fewer than "
+                          f"{MIN_POSITIVES}, too few for the held-out scores to overrule it."]
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

@@ -17,7 +17,17 @@ from collections.abc import Sequence
 
 from adpue_tf.recommend.candidates import PREDICTS_WITH_THETA
 
-__all__ = ["choose", "reference"]
+__all__ = ["MIN_POSITIVES", "choose", "reference"]
+
+#: Fewer observed positives (``W = 1``) than this among the held-out PU rows:
+#: :func:`choose` keeps ``prefer`` (fit_pue's fixed ``blend``) whatever the
+#: scores say. Both scores' differences between candidates rest mostly on
+#: those rows, so with a handful of them a gap of "two standard errors" is
+#: noise, not evidence (the normal approximation behind it needs more); on
+#: Table 1-sized data (4-10 held out) the rule's other choices did worse than
+#: ``blend``, on 3,000-row sets (about 150) better
+#: (``docs/guide/choosing-models.md``, *Too few positives to overrule blend*).
+MIN_POSITIVES = 30
 
 
 def reference(scores: dict[str, float], derived: Sequence[str] = (),
@@ -38,7 +48,8 @@ def reference(scores: dict[str, float], derived: Sequence[str] = (),
 
 def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, float],
            tolerance: float, *, order: Sequence[str] = (), prefer: str | None = None,
-           nll_se: dict[str, float] | None = None, derived: Sequence[str] = ()) -> str:
+           nll_se: dict[str, float] | None = None, derived: Sequence[str] = (),
+           positives: int | None = None) -> str:
     """fit_pue's rule: the Brier score bounds the choice, the likelihood under ``θ̂`` decides.
 
     The candidates within ``tolerance`` standard errors of the best held-out
@@ -75,6 +86,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
             by the likelihood.
         derived: candidates whose construction read these held-out scores
             (never the reference; the best overall when none is left).
+        positives: observed positives among the held-out PU rows; fewer than
+            :data:`MIN_POSITIVES` keeps ``prefer`` (if it has a score). None:
+            not counted.
 
     Returns:
         The chosen candidate's name.
@@ -86,6 +100,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         >>> choose({"blend": -0.305, "likelihood": -0.31}, {"blend": 0.01, "likelihood": 0.0},
         ...        {"blend": 0.34, "likelihood": 0.33}, 2.0, prefer="blend")
         'blend'
+        >>> choose({"blend": -0.2, "likelihood": -0.31}, {"blend": 0.01, "likelihood": 0.0},
+        ...        {"blend": 0.34, "likelihood": 0.33}, 2.0, prefer="blend", positives=5)
+        'blend'
     """
     if not scores:
         raise ValueError("`scores` must name at least one candidate.")
@@ -94,6 +111,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         if missing and (arg == "gap_se" or given):
             raise ValueError(f"`{arg}` must have a value for every candidate of `scores`; "
                              f"missing: {missing}.")
+    if prefer is not None and prefer in scores and positives is not None \
+            and positives < MIN_POSITIVES:
+        return prefer
     rank = list(order) + [n for n in scores if n not in order]
     best = reference(scores, derived, rank)
     kept = (prefer if prefer is not None and prefer in scores

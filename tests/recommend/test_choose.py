@@ -10,15 +10,20 @@ import pytest
 
 import adpue_tf as adp
 from adpue_tf.recommend import BLEND_PARTS, PREDICTS_WITH_THETA, PREFERRED, choose
+from adpue_tf.recommend.rule import MIN_POSITIVES
 
 BRIER = {"bce_w": -0.20, "ratio": -0.259, "likelihood": -0.260, "average": -0.261}
 SE = {"bce_w": 0.009, "ratio": 0.004, "likelihood": 0.001, "average": 0.0}
 NLL = {"bce_w": 0.405, "ratio": 0.338, "likelihood": 0.345, "average": 0.347}
 
 
-def _small_fit(names: list[str]) -> tuple[adp.recommend.PUEFit, adp.synthetic.SyntheticPUE]:
-    """fit_pue on a small synthetic set with a linear net, no refit: its result and the data."""
-    s = adp.synthetic.synthetic_pue(400, 400, seed=1)
+def _small_fit(names: list[str], rows: int = 1500
+               ) -> tuple[adp.recommend.PUEFit, adp.synthetic.SyntheticPUE]:
+    """fit_pue on a small synthetic set with a linear net, no refit: its result and the data.
+
+    1,500 PU rows hold out more than MIN_POSITIVES observed positives (the rule decides).
+    """
+    s = adp.synthetic.synthetic_pue(rows, rows, seed=1)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     return adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
                        batch_size=128, verbose=0, refit=False, candidates=names), s
@@ -96,8 +101,10 @@ def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
     fit, s = _small_fit(names)
     assert BLEND_PARTS == ("likelihood", "brier", "ratio") and PREFERRED == "blend"
     assert fit.parts["blend"] == BLEND_PARTS
+    assert fit.rows["w_held_out"] >= MIN_POSITIVES
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
-                                order=names, prefer="blend", nll_se=fit.nll_gap_se)
+                                order=names, prefer="blend", nll_se=fit.nll_gap_se,
+                                positives=fit.rows["w_held_out"])
     assert set(fit.nll_gap_se) == set(names) and fit.nll_gap_se["blend"] == 0.0
     assert all(v > 0 for n, v in fit.nll_gap_se.items() if n != "blend")
     x = s.x_e[:9]
@@ -144,7 +151,26 @@ def test_fit_pue_measures_the_tolerance_from_the_best_candidate_not_derived():
     assert fit.brier_gap_se[ref] == 0.0 and fit.brier_gap_se["average"] > 0.0
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
                                 order=names, prefer="blend", nll_se=fit.nll_gap_se,
-                                derived=("average",))
+                                derived=("average",), positives=fit.rows["w_held_out"])
+
+
+def test_too_few_held_out_positives_keep_the_blend_whatever_the_scores():
+    scores, gap = {"blend": -0.1, "likelihood": -0.3}, {"blend": 0.01, "likelihood": 0.0}
+    nll, nll_se = {"blend": 0.4, "likelihood": 0.2}, {"likelihood": 0.01}
+    args = (scores, gap, nll, 2.0)
+    assert choose(*args, prefer="blend", nll_se=nll_se) == "likelihood"  # 20 SE worse
+    assert choose(*args, prefer="blend", nll_se=nll_se, positives=MIN_POSITIVES) == "likelihood"
+    assert choose(*args, prefer="blend", nll_se=nll_se, positives=MIN_POSITIVES - 1) == "blend"
+    assert choose(*args, nll_se=nll_se, positives=0) == "likelihood"  # no prefer: the rule
+    assert choose({"likelihood": -0.3}, {"likelihood": 0.0}, {}, 2.0, prefer="blend",
+                  positives=0) == "likelihood"  # prefer without a score: the rule
+
+
+def test_fit_pue_on_few_held_out_positives_keeps_the_blend_and_says_why():
+    names = ["bce_w", "likelihood", "brier", "blend"]
+    fit, s = _small_fit(names, rows=200)
+    assert fit.choice == "blend" and fit.rows["w_held_out"] < MIN_POSITIVES
+    assert f"Kept blend: {fit.rows['w_held_out']} observed positive(s) held out" in fit.report()
 
 
 def test_the_report_measures_from_the_rules_reference():

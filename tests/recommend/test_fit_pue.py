@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import adpue_tf as adp
+from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend import CANDIDATES, ProbabilityMean, RatioLogit
 
 from serialization import assert_round_trip
@@ -40,7 +41,9 @@ def test_result_fields_report_and_model(data):
     assert fit.brier_gap_se[best] == 0.0
     assert set(fit.exposure_nll) == set(fit.scores)
     assert fit.parts["ratio"] == ("bce_w", "theta")
-    assert fit.rows == {"pu": 500, "e": 500, "pu_held_out": 100, "e_held_out": 100}
+    held = split_indices(500, 0.2, np.random.default_rng(0))[1]  # fit_pue's split, seed 0
+    assert fit.rows == {"pu": 500, "e": 500, "pu_held_out": 100, "e_held_out": 100,
+                        "w_held_out": int(data.w_pu[held].sum())}
     assert fit.model.output_shape == (None, 1)
     report = fit.report()
     assert report.splitlines()[0].startswith(f"fit_pue: chose {fit.choice} ")

@@ -45,7 +45,8 @@ def test_scores_pool_every_row_each_predicted_by_the_fold_that_held_it_out(small
     fit = adp.fit_pue(linear, small.x_pu, small.w_pu, small.x_e, small.e_e, folds=3,
                       seed=2, final="average", **TINY)
     assert fit.folds == 3 and fit.final == "average"
-    assert fit.rows == {"pu": 120, "e": 100, "pu_held_out": 120, "e_held_out": 100}
+    assert fit.rows == {"pu": 120, "e": 100, "pu_held_out": 120, "e_held_out": 100,
+                        "w_held_out": int(np.sum(small.w_pu))}  # every row held out once
     rng = np.random.default_rng(2)  # fit_pue's fold draw: PU rows first, then E rows
     pu_fold, e_fold = assign_folds(120, 3, rng), assign_folds(100, 3, rng)
     for name, models in fit.fold_models.items():
