@@ -224,7 +224,10 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             indistinguishable by it; among them the held-out likelihood of
             ``W`` under ``σ(z)·θ̂`` chooses, except that ``blend`` stays
             unless that likelihood shows another better by this many
-            standard errors. 0: the Brier score alone.
+            standard errors. 0: the Brier score alone. With fewer than
+            :data:`~adpue_tf.recommend.rule.MIN_POSITIVES` observed positives
+            among the held-out PU rows, ``blend`` is kept (too few rows for
+            either score to overrule it).
         folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,
             each fold with its own ``θ̂``); 1 (the default): one split. On
             small synthetic data five folds did not choose better than one
