@@ -11,8 +11,9 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate;
 Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best), but the
-fixed ``blend`` stays unless one of the two scores shows another better
-(:func:`choose`);
+fixed ``blend`` stays unless one of the two scores shows another better,
+and always when fewer than :data:`~adpue_tf.recommend.rule.MIN_POSITIVES`
+observed positives are held out (:func:`choose`);
 refit the nets the winner predicts with on every row for the epochs chosen
 (with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
 split, the nets it only trains with (``θ̂``, say) are shared from the choice.

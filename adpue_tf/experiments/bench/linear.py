@@ -33,6 +33,7 @@ from adpue_tf.experiments.bench.common import (
 from adpue_tf.experiments.datasets.common import read_bytes
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
+from adpue_tf.recommend.rule import MIN_POSITIVES
 
 __all__ = ["load_file", "run_linear"]
 
@@ -337,7 +338,8 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
             "((d,)), keras.layers.Dense(1)])`), one trial at a time, on the trial's PU rows "
             "(W) and E rows (E) only: every candidate trained on 80 % of them; kept by fit_pue's "
             "rule (the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out "
-            "Brier score or likelihood shows another better) and refitted on all (epochs ≤ "
+            "Brier score or likelihood shows another better, and always with fewer than "
+            f"{MIN_POSITIVES} observed positives held out) and refitted on all (epochs ≤ "
             f"{r.epochs}, Adam learning rate {r.learning_rate}, ≥ {r.min_steps} steps per "
             f"net, L2 penalty {r.l2:g}·‖w‖²; candidates "
             f"{', '.join(r.candidates) if r.candidates else 'fit_pue default'}).", ""]
