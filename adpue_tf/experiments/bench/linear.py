@@ -335,14 +335,13 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
         r = recommended.from_bench(cfg)
         lines += [
             "**Recommended**: `adp.fit_pue` with a linear net (`keras.Sequential([keras.Input"
-            "((d,)), keras.layers.Dense(1)])`), one trial at a time, on the trial's PU rows "
-            "(W) and E rows (E) only: every candidate trained on 80 % of them; kept by fit_pue's "
-            "rule (the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out "
-            "Brier score or likelihood shows another better, and always with fewer than "
-            f"{MIN_POSITIVES} observed positives held out) and refitted on all (epochs ≤ "
-            f"{r.epochs}, Adam learning rate {r.learning_rate}, ≥ {r.min_steps} steps per "
-            f"net, L2 penalty {r.l2:g}·‖w‖²; candidates "
-            f"{', '.join(r.candidates) if r.candidates else 'fit_pue default'}).", ""]
+            "((d,)), keras.layers.Dense(1)])`), one trial at a time, on the trial's PU rows (W) "
+            "and E rows (E) only: every candidate trained on 80 % of them; kept by fit_pue's rule "
+            "(the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out Brier score "
+            f"or likelihood shows another better; always with < {MIN_POSITIVES} positives held "
+            f"out) and refitted on all (epochs ≤ {r.epochs}, Adam learning rate "
+            f"{r.learning_rate}, ≥ {r.min_steps} steps per net, L2 penalty {r.l2:g}·‖w‖²; "
+            f"candidates {', '.join(r.candidates or ()) or 'fit_pue default'}).", ""]
     if cfg.exposure_mechanism != "paper":
         lines += [f"**Exposure mechanism: {cfg.exposure_mechanism}** (not the paper's formula): "
                   + mechanisms.DESCRIPTIONS[cfg.exposure_mechanism], ""]
