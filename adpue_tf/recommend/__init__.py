@@ -20,7 +20,8 @@ from adpue_tf.recommend.candidates import (
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
 from adpue_tf.recommend.fit import fit_pue
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import choose
+from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "PREDICTS_WITH_THETA",
-           "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "choose", "fit_pue"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES",
+           "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "choose",
+           "fit_pue"]

@@ -12,7 +12,7 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``θ̂`` can only choose among candidates the Brier score cannot separate;
 Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best), but the
 fixed ``blend`` stays unless one of the two scores shows another better,
-and always when fewer than :data:`~adpue_tf.recommend.rule.MIN_POSITIVES`
+and always when fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES`
 observed positives are held out (:func:`choose`);
 refit the nets the winner predicts with on every row for the epochs chosen
 (with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
@@ -226,7 +226,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             ``W`` under ``σ(z)·θ̂`` chooses, except that ``blend`` stays
             unless that likelihood shows another better by this many
             standard errors. 0: the Brier score alone. With fewer than
-            :data:`~adpue_tf.recommend.rule.MIN_POSITIVES` observed positives
+            :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives
             among the held-out PU rows, ``blend`` is kept (too few rows for
             either score to overrule it).
         folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,

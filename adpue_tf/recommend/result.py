@@ -38,7 +38,7 @@ class PUEFit:
         parts: the candidates a composite is made of (``"ratio"``, ``"average"``, ...).
         rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n,
             "w_held_out": n}`` (the last: observed positives held out; fewer
-            than :data:`~adpue_tf.recommend.rule.MIN_POSITIVES` keep ``blend``).
+            than :data:`~adpue_tf.recommend.MIN_POSITIVES` keep ``blend``).
         seconds: ``{"select": s, "refit": s}`` of wall time.
         candidates: ``{candidate: model}``, each trained on the training part
             only (with folds: the mean of its fold models).
