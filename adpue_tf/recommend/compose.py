@@ -21,7 +21,7 @@ from keras import ops
 
 from adpue_tf._internal.guards import probability_to_logit
 
-__all__ = ["ProbabilityMean", "RatioLogit", "compose", "inputs_like"]
+__all__ = ["ProbabilityMean", "RatioLogit", "compose", "input_structure", "inputs_like"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -90,16 +90,20 @@ class ProbabilityMean(keras.layers.Layer):
         return input_shape[0]
 
 
+def input_structure(net: keras.Model) -> Any:
+    """``net``'s symbolic inputs as it takes them: one tensor, a list, or a dict by key."""
+    if isinstance(net, keras.Sequential):
+        return net.inputs[0] if len(net.inputs) == 1 else net.inputs
+    return net.input
+
+
 def inputs_like(net: keras.Model) -> Any:
     """Fresh ``keras.Input``s with the structure, shapes and dtypes of ``net``'s inputs.
 
     The inputs of a feature dict keep their keys as names (serving signatures
     use them); a single input is named by Keras.
     """
-    if isinstance(net, keras.Sequential):
-        structure = net.inputs[0] if len(net.inputs) == 1 else net.inputs
-    else:
-        structure = net.input
+    structure = input_structure(net)
     if isinstance(structure, dict):
         return {k: keras.Input(shape=tuple(t.shape[1:]), dtype=t.dtype, name=k)
                 for k, t in structure.items()}

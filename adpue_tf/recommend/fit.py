@@ -41,6 +41,7 @@ from adpue_tf.recommend.candidates import (
     Settings,
     Stage,
 )
+from adpue_tf.recommend.compose import input_structure
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
@@ -97,8 +98,7 @@ def _fits(row: tuple, ref: tuple) -> bool:
 
 def _check_inputs(net: keras.Model, pu: Rows) -> None:
     """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
-    structure = (net.inputs[0] if len(net.inputs) == 1 else net.inputs) \
-        if isinstance(net, keras.Sequential) else net.input
+    structure = input_structure(net)
     rows = layout(pu.x)
     if isinstance(structure, dict):
         if not isinstance(rows, dict):
