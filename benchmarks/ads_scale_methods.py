@@ -115,6 +115,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _probabilities(model: keras.Model, feats: Any) -> np.ndarray:
+    """``σ(model(feats))`` of every evaluation row, ``(n,)``."""
+    return tf.sigmoid(model.predict(feats, verbose=0)).numpy().ravel()
+
+
 def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8,
                batch_size: int = 4096, lr: float = 0.03, val_rows: int = 50_000,
                theta_path: str | None = None, seed: int = 0,
@@ -152,9 +157,9 @@ def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8
     rows = (steps // chunks) * chunks * batch_size
     feats, truth = eval_data(meta, batch_size)
     net = model.net if isinstance(model, adp.DebiasedModel) else model
-    p_hat = tf.sigmoid(net.predict(feats, verbose=0)).numpy().ravel()
+    p_hat = _probabilities(net, feats)
     val = [float(v) for v in history.history["val_exposure_nll"]]
-    theta_eval = tf.sigmoid(theta.predict(feats, verbose=0)).numpy().ravel()
+    theta_eval = _probabilities(theta, feats)
     return {"method": method, "logged_rows": meta["counts"]["pu"] + meta["counts"]["exposure"],
             "train_rows": rows, "steps": (steps // chunks) * chunks, "chunks": chunks,
             "epochs": epochs, "batch_size": batch_size, "lr": lr,
@@ -189,12 +194,12 @@ def run_recommended(log: str | Path, *, epochs: int = 1, batch_size: int = 4096,
                       verbose=0)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     feats, truth = eval_data(meta, batch_size)
-    p_hat = tf.sigmoid(fit.model.predict(feats, verbose=0)).numpy().ravel()
+    p_hat = _probabilities(fit.model, feats)
     # Each candidate as trained for the choice (80 % of the rows), against the truth:
     # whether the rule chose well among them (never read by fit_pue).
     candidates = {}
     for name, model in fit.candidates.items():
-        e = scores(tf.sigmoid(model.predict(feats, verbose=0)).numpy().ravel(), truth)
+        e = scores(_probabilities(model, feats), truth)
         candidates[name] = {k: e[k] for k in ("mae", "log_loss_to_p", "mean_pred")}
     return {"method": "recommended", "logged_rows": meta["counts"]["pu"]
             + meta["counts"]["exposure"], "train_rows": n_pu + n_e, "epochs": epochs,
