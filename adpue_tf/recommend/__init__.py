@@ -6,7 +6,7 @@ the evidence behind the rule.
 Example:
     >>> from adpue_tf.recommend import CANDIDATES
     >>> CANDIDATES[0], CANDIDATES[-1]
-    ('bce_w', 'blend')
+    ('bce_w', 'likelihood_theta')
 """
 
 from adpue_tf.recommend.candidates import (
@@ -17,11 +17,11 @@ from adpue_tf.recommend.candidates import (
     PREDICTS_WITH_THETA,
     PREFERRED,
 )
-from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature
 from adpue_tf.recommend.fit import fit_pue
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES",
-           "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "choose",
-           "fit_pue"]
+           "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "ThetaFeature",
+           "choose", "fit_pue"]

@@ -19,6 +19,7 @@ name                  what it trains                                        epoc
 ``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
 ``average``           the mean probability of the two best of the above     (its parts)
 ``blend``             mean of ``likelihood``, ``brier``, ``ratio`` (fixed)  (its parts)
+``likelihood_theta``  ``likelihood`` of ``σ(z + a·logit θ̂)``: θ̂ a feature    Brier
 ====================  ====================================================  ==============
 
 ``θ̂``: ``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
@@ -44,7 +45,7 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
-from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, compose
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -60,11 +61,12 @@ __all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "PREDIC
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
-              "adpue_direct", "adpue_rounds", "adpue_ratio", "average", "blend")
+              "adpue_direct", "adpue_rounds", "adpue_ratio", "average", "blend",
+              "likelihood_theta")
 #: What fit_pue tries by default: the candidates that won on some data in
 #: benchmarks/results/selection.md (the others never did; name them to try them).
 DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "adpue_ratio",
-                      "average", "blend")
+                      "average", "blend", "likelihood_theta")
 #: Candidates that are combinations of other trained models (no net of their own).
 #: ``blend``'s three estimators fail in different ways (``likelihood`` when
 #: ``θ̂`` is a wrong model, ``ratio`` when ``θ̂`` is noisy, ``brier`` never uses
@@ -84,6 +86,8 @@ DERIVED = ("average",)
 #: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
 #: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
 PREDICTS_WITH_THETA = frozenset(n for n, parts in _COMPOSITE.items() if "theta" in parts)
+#: The key of ``likelihood_theta``'s own net (its model is that net and ``θ̂``).
+THETA_FEATURE_NET = "likelihood_theta/net"
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.
 THETA_FLOOR = 0.05
 
@@ -326,6 +330,25 @@ class Stage:
 
     def _train_likelihood(self) -> None:
         self._train_pu_loss("likelihood", losses.ExposureLikelihoodLoss(from_logits=True), True)
+
+    def _train_likelihood_theta(self) -> None:
+        name, key = "likelihood_theta", THETA_FEATURE_NET
+        theta, net, layer = self.get("theta"), self.net(name), ThetaFeature()
+        head = lambda z: layer([z[key], z["theta"]])  # noqa: E731
+        model = compose({key: net, "theta": theta}, head, name)
+        theta.trainable = False  # θ̂ is trained; only the net and ``a`` learn here
+        try:
+            data = pu_batches(self.pu.x, self._pu_labels(True), batch_size=self.cfg.batch_size,
+                              seed=self.seed_of(name))
+            self._fit(name, model, model, losses.ExposureLikelihoodLoss(from_logits=True),
+                      data, len(self.pu))
+        finally:
+            theta.trainable = True
+        self.models[key], self.best_epoch[key] = net, self.best_epoch[name]
+        self.heads[key] = ((key,), operator.itemgetter(key))
+        self.heads[name] = ((key, "theta"), head)
+        # uncompiled, as every composite (a saved copy then holds no optimizer state)
+        self.models[name] = compose({key: net, "theta": theta}, head, name)
 
     def _train_brier(self) -> None:
         self._train_pue_loss("brier", losses.ExposureBrierLoss(from_logits=True))

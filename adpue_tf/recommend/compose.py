@@ -21,7 +21,8 @@ from keras import ops
 
 from adpue_tf._internal.guards import probability_to_logit
 
-__all__ = ["ProbabilityMean", "RatioLogit", "compose", "input_structure", "inputs_like"]
+__all__ = ["ProbabilityMean", "RatioLogit", "ThetaFeature", "compose", "input_structure",
+           "inputs_like"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -85,6 +86,40 @@ class ProbabilityMean(keras.layers.Layer):
     def call(self, inputs: Any) -> Any:
         probs = [ops.sigmoid(ops.cast(z, "float32")) for z in inputs]
         return probability_to_logit(ops.mean(ops.stack(probs), axis=0))
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0]
+
+
+@_register
+class ThetaFeature(keras.layers.Layer):
+    """``z + a·z_θ`` on ``[z, z_θ]``: a net's logit plus a learned multiple of ``θ̂``'s logit.
+
+    The ``likelihood_theta`` candidate of :func:`adpue_tf.fit_pue`: the
+    exposure model's logit as one more feature of ``p(y=1|x)``, so what
+    ``θ̂`` learned from the dense ``E`` labels (a logging policy that targets
+    likely converters, say) need not be learned again from the few ``W = 1``
+    rows. No gradient reaches ``z_θ`` through this layer (``θ̂`` stays the
+    exposure model); ``a`` starts at 0 (the net alone).
+
+    Args:
+        **kwargs: passed to ``keras.layers.Layer``.
+
+    Example:
+        >>> import keras
+        >>> layer = ThetaFeature()
+        >>> z = keras.ops.convert_to_tensor([[1.0]])
+        >>> float(layer([z, z + 2.0])[0, 0])  # a = 0 at first
+        1.0
+    """
+
+    def build(self, input_shape: Any) -> None:
+        self.scale = self.add_weight(shape=(), initializer="zeros", name="scale")
+
+    def call(self, inputs: Any) -> Any:
+        z, z_theta = inputs
+        return (ops.cast(z, "float32")
+                + self.scale * ops.stop_gradient(ops.cast(z_theta, "float32")))
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape[0]

@@ -207,7 +207,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
 
 #: What a candidate needs trained besides its own net (if it has one).
 _NEEDS = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "ips": ("theta",),
-          "likelihood": ("theta",), "adpue_ratio": ("ratio",)}
+          "likelihood": ("theta",), "adpue_ratio": ("ratio",),
+          "likelihood_theta": ("theta",)}
 
 
 def train_needed(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
