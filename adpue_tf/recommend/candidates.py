@@ -82,10 +82,14 @@ NOT_AVERAGED = ("average", "blend")
 #: so their scores are biased low on those rows: never the reference of the
 #: tolerance (:func:`adpue_tf.recommend.rule.choose`'s ``derived``).
 DERIVED = ("average",)
-#: Candidates whose estimate divides by fit_pue's shared ``θ̂`` (``q̂/θ̂``): the
-#: likelihood of ``W`` under ``σ(z)·θ̂`` cannot see their error, so it never
-#: prefers them to the best by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
-PREDICTS_WITH_THETA = frozenset(n for n, parts in _COMPOSITE.items() if "theta" in parts)
+#: Candidates whose estimate reads fit_pue's shared ``θ̂``: Ratio divides by it
+#: (``q̂/θ̂``), ``likelihood_theta`` takes its logit as a feature. The likelihood
+#: of ``W`` under ``σ(z)·θ̂`` cannot see the error a wrong ``θ̂`` puts in them
+#: (and favoured ``likelihood_theta`` where a misspecified ``θ̂`` made it worse,
+#: ``benchmarks/results/selection.md``), so it never prefers them to the best
+#: by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
+PREDICTS_WITH_THETA = frozenset(
+    [n for n, parts in _COMPOSITE.items() if "theta" in parts] + ["likelihood_theta"])
 #: The key of ``likelihood_theta``'s own net (its model is that net and ``θ̂``).
 THETA_FEATURE_NET = "likelihood_theta/net"
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.
