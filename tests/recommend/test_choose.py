@@ -29,8 +29,17 @@ def _small_fit(names: list[str], rows: int = 1500
                        batch_size=128, verbose=0, refit=False, candidates=names), s
 
 
-def test_only_ratio_divides_by_the_shared_theta():
-    assert PREDICTS_WITH_THETA == frozenset({"ratio"})
+def test_ratio_and_likelihood_theta_read_the_shared_theta():
+    assert PREDICTS_WITH_THETA == frozenset({"ratio", "likelihood_theta"})
+
+
+def test_likelihood_theta_takes_part_only_as_the_brier_best():
+    scores = {"likelihood": -0.31, "likelihood_theta": -0.305}
+    gap = {"likelihood": 0.0, "likelihood_theta": 0.01}
+    nll = {"likelihood": 0.35, "likelihood_theta": 0.30}
+    assert choose(scores, gap, nll, 2.0) == "likelihood"
+    assert choose({"likelihood": -0.305, "likelihood_theta": -0.31},
+                  {"likelihood": 0.01, "likelihood_theta": 0.0}, nll, 2.0) == "likelihood_theta"
 
 
 def test_the_likelihood_decides_among_the_close_but_never_for_ratio_unless_it_is_best():
