@@ -1,8 +1,9 @@
 """The candidate estimators of :func:`adpue_tf.fit_pue`, trained on one split of the rows.
 
 A :class:`Stage` trains the asked-for candidates on its rows, each net fresh from
-``build_net`` with its own seed, and keeps each net's best held-out epoch. The
-candidates (the maths: ``docs/guide/choosing-models.md``):
+``build_net`` with its own seed, and keeps each net's best held-out epoch. ``θ̂``:
+``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
+The candidates (the maths: ``docs/guide/choosing-models.md``):
 
 ====================  ====================================================  ==============
 name                  what it trains                                        epochs kept by
@@ -21,8 +22,6 @@ name                  what it trains                                        epoc
 ``blend``             mean of ``likelihood``, ``brier``, ``ratio`` (fixed)  (its parts)
 ``likelihood_theta``  ``likelihood`` of ``σ(z + a·logit θ̂)``: θ̂ a feature    Brier
 ====================  ====================================================  ==============
-
-``θ̂``: ``build_net()`` trained with cross-entropy on ``E``, shared by every candidate.
 """
 
 from __future__ import annotations
