@@ -338,7 +338,8 @@ class Stage:
         name, key = "likelihood_theta", THETA_FEATURE_NET
         theta, net, layer = self.get("theta"), self.net(name), ThetaFeature()
         head = lambda z: layer([z[key], z["theta"]])  # noqa: E731
-        model = compose({key: net, "theta": theta}, head, name)
+        nets = {key: net, "theta": theta}
+        model = compose(nets, head, name)
         theta.trainable = False  # θ̂ is trained; only the net and ``a`` learn here
         try:
             data = pu_batches(self.pu.x, self._pu_labels(True), batch_size=self.cfg.batch_size,
@@ -351,7 +352,7 @@ class Stage:
         self.heads[key] = ((key,), operator.itemgetter(key))
         self.heads[name] = ((key, "theta"), head)
         # uncompiled, as every composite (a saved copy then holds no optimizer state)
-        self.models[name] = compose({key: net, "theta": theta}, head, name)
+        self.models[name] = compose(nets, head, name)
 
     def _train_brier(self) -> None:
         self._train_pue_loss("brier", losses.ExposureBrierLoss(from_logits=True))
