@@ -10,7 +10,7 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``tolerance`` standard errors of the best by it, the held-out likelihood of
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate;
-Ratio, whose ``q̂/θ̂`` that likelihood cannot judge, only as the best), but the
+Ratio and ``likelihood_theta``, whose estimates read that ``θ̂``, only as the best), but the
 fixed ``blend`` stays unless one of the two scores shows another better,
 and always when fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES`
 observed positives are held out (:func:`choose`);
