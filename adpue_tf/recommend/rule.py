@@ -62,9 +62,10 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     small held-out parts a choice among single candidates is noise
     (``benchmarks/results/linear.recommended.md``). A candidate that
     predicts with that very ``θ̂`` (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`:
-    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``) takes
-    part only when it is the best by the Brier score: its likelihood under
-    ``θ̂`` measures how well ``q̂`` fits ``W``, not how wrong ``θ̂`` makes its
+    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``;
+    ``likelihood_theta``, ``θ̂``'s logit a feature) takes part only when it
+    is the best by the Brier score: its likelihood under ``θ̂`` measures how
+    well it fits ``W`` through that ``θ̂``, not how wrong ``θ̂`` makes its
     estimate of ``p``. A candidate built from these very scores (``derived``;
     fit_pue's ``average``, whose pair is the two best by them) has a score
     biased low on the rows that built it: it may be chosen, but the tolerance
