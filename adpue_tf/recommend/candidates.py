@@ -286,9 +286,11 @@ class Stage:
         return y
 
     def _train_pu_loss(self, name: str, loss: Any, with_theta: bool,
-                       monitor: Callable[[keras.Model], float] | None = None) -> None:
+                       monitor: Callable[[keras.Model], float] | None = None,
+                       model: keras.Model | None = None) -> None:
+        """Fit ``model`` (default: a fresh net for ``name``) with ``loss`` over the PU rows."""
         y = self._pu_labels(with_theta)
-        net = self.net(name)
+        net = self.net(name) if model is None else model
         data = pu_batches(self.pu.x, y, batch_size=self.cfg.batch_size, seed=self.seed_of(name))
         self._fit(name, net, net, loss, data, len(self.pu), monitor)
 
@@ -342,10 +344,8 @@ class Stage:
         model = compose(nets, head, name)
         theta.trainable = False  # θ̂ is trained; only the net and ``a`` learn here
         try:
-            data = pu_batches(self.pu.x, self._pu_labels(True), batch_size=self.cfg.batch_size,
-                              seed=self.seed_of(name))
-            self._fit(name, model, model, losses.ExposureLikelihoodLoss(from_logits=True),
-                      data, len(self.pu))
+            self._train_pu_loss(name, losses.ExposureLikelihoodLoss(from_logits=True), True,
+                                model=model)
         finally:
             theta.trainable = True
         self.models[key], self.best_epoch[key] = net, self.best_epoch[name]
