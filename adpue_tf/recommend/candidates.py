@@ -55,8 +55,8 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation import exposure_brier_score
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "PREDICTS_WITH_THETA",
-           "PREFERRED", "Failed", "Settings", "Stage"]
+__all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
+           "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage"]
 
 #: Every candidate, in the order they are trained (the seed of each net is its index).
 CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
@@ -74,7 +74,8 @@ BLEND_PARTS = ("likelihood", "brier", "ratio")
 #: The candidate fit_pue keeps unless the held-out rows show another one better
 #: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).
 PREFERRED = "blend"
-_COMPOSITE = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
+#: The nets each fixed composite candidate is made of (``average``'s pair is chosen later).
+COMPOSITE_PARTS = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
 #: Candidates ``average`` never pairs (itself, and the fixed blend).
 NOT_AVERAGED = ("average", "blend")
 #: Candidates built from the held-out scores (``average``: the two best by them),
@@ -88,7 +89,7 @@ DERIVED = ("average",)
 #: ``benchmarks/results/selection.md``), so it never prefers them to the best
 #: by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
 PREDICTS_WITH_THETA = frozenset(
-    [n for n, parts in _COMPOSITE.items() if "theta" in parts] + ["likelihood_theta"])
+    [n for n, parts in COMPOSITE_PARTS.items() if "theta" in parts] + ["likelihood_theta"])
 #: The key of ``likelihood_theta``'s own net (its model is that net and ``θ̂``).
 THETA_FEATURE_NET = "likelihood_theta/net"
 #: Floor on θ̂ in the Ratio estimate, and IPS's clip.
@@ -143,7 +144,7 @@ class Stage:
         self.scores: dict[str, float] = {}
         #: name -> why it failed (a diverged net, or a part that did)
         self.failed: dict[str, str] = {}
-        self.parts: dict[str, tuple[str, ...]] = {**_COMPOSITE, **(parts or {})}
+        self.parts: dict[str, tuple[str, ...]] = {**COMPOSITE_PARTS, **(parts or {})}
         #: name -> (the nets it reads, head: their logits -> its logit)
         self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
         self._theta_pu: np.ndarray | None = None

@@ -34,6 +34,7 @@ from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
+    COMPOSITE_PARTS,
     DEFAULT_CANDIDATES,
     DERIVED,
     NOT_AVERAGED,
@@ -45,7 +46,7 @@ from adpue_tf.recommend.compose import input_structure
 from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import choose, reference
+from adpue_tf.recommend.rule import MIN_POSITIVES, choose, reference
 
 __all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "choose", "fit_pue"]
 
@@ -211,7 +212,10 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         verbose: ``"auto"``/1: a progress bar on a terminal (a line per net
             otherwise), 2: a line per net, 0: silent.
         candidates: names of :data:`adpue_tf.recommend.CANDIDATES` to try, or
-            ``"all"``; default :data:`adpue_tf.recommend.DEFAULT_CANDIDATES`.
+            ``"all"``; default :data:`adpue_tf.recommend.DEFAULT_CANDIDATES`
+            (of which, when too few positives are held out for any score to
+            overrule ``blend``, only it and its parts are trained: the
+            others are listed in ``.skipped``).
         learning_rate: Adam's learning rate for every net (each net keeps its
             best epoch, so a rate on the high side costs little; image
             networks may prefer 1e-3).
@@ -294,15 +298,17 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
                          f"{len(pu)} and {len(ex)}.")
     if final == "auto":
         final = "refit" if k == 1 and refit else FOLDS_FINAL if refit else "average"
-    show = _progress(verbose, k * (len(names) + 1) + (len(names) if final == "refit" else 0))
-
     start = time.perf_counter()
-    stages, pu_fold, e_fold = _stages(build_net, pu, ex, settings, k, split, show)
-    train_needed(stages, names, pu, ex, pu_fold, e_fold)
-    for name in names:
-        if name != "average":
-            for st in stages:
-                st.try_get(name)
+    pu_fold, e_fold = _folds(len(pu), len(ex), settings.seed, k, split)
+    positives = int(pu.y[pu_fold >= 0].sum())  # observed positives held out
+    skipped = _overruled_anyway(names, positives) if candidates is None else ()
+    names, asked = tuple(n for n in names if n not in skipped), names
+    show = _progress(verbose, k * (len(names) + 1) + (len(names) if final == "refit" else 0))
+    stages = _stages(build_net, pu, ex, settings, k, pu_fold, e_fold, show)
+    _train(stages, names, pu, ex, pu_fold, e_fold)
+    if skipped and any(st.try_get(PREFERRED) is None for st in stages):
+        names, skipped = asked, ()  # blend failed: the rule chooses among them all
+        _train(stages, names, pu, ex, pu_fold, e_fold)
     failed = {n: next(st.failed[n] for st in stages if n in st.failed)
               for n in (*names, "theta") if any(n in st.failed for st in stages)}
     trained = [n for n in names if n != "average" and n not in failed]
@@ -325,7 +331,6 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
     nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
               if theta_ok and PREFERRED in trained else {})
-    positives = int(np.sum(pooled.w))
     choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
                     nll_se=nll_se, derived=DERIVED, positives=positives)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
@@ -356,7 +361,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
         candidates={n: fold_average(stages, n) for n in trained},
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
-        folds=k, final=final,
+        folds=k, final=final, skipped=skipped,
         fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
 
 
@@ -374,17 +379,56 @@ def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:
             whole.install(name, net, chosen_from.best_epoch[name])
 
 
-def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
-            k: int, split: float, show: Callable[[str], None]
-            ) -> tuple[list[Stage], np.ndarray, np.ndarray]:
-    """One stage per fold (one split: a single stage) and each row's fold (-1: never held out)."""
-    rng = np.random.default_rng(settings.seed)
+def _train(stages: list[Stage], names: Sequence[str], pu: Rows, ex: Rows,
+           pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
+    """Train ``names`` in every stage (the joint passes first); failures are recorded."""
+    train_needed(stages, names, pu, ex, pu_fold, e_fold)
+    for name in names:
+        if name != "average":
+            for st in stages:
+                st.try_get(name)
+
+
+def _overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
+    """The candidates not worth training: the rule keeps ``blend`` whatever they score.
+
+    With fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES` observed
+    positives held out, :func:`choose` keeps ``blend`` (if it trains), so only
+    it and the candidates it is made of (and their parts) are trained.
+
+    Example:
+        >>> _overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=4)
+        ('exposed_pu',)
+        >>> _overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=30)
+        ()
+    """
+    if PREFERRED not in names or positives >= MIN_POSITIVES:
+        return ()
+    needed, todo = set(), [PREFERRED]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += COMPOSITE_PARTS.get(name, ())
+    return tuple(n for n in names if n not in needed)
+
+
+def _folds(n_pu: int, n_e: int, seed: int, k: int, split: float
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Each PU and E row's fold: with one split, 0 held out and -1 for training."""
+    rng = np.random.default_rng(seed)
     if k == 1:
-        pu_fold, e_fold = np.full(len(pu), -1), np.full(len(ex), -1)
-        pu_fold[split_indices(len(pu), split, rng)[1]] = 0
-        e_fold[split_indices(len(ex), split, rng)[1]] = 0
-    else:
-        pu_fold, e_fold = assign_folds(len(pu), k, rng), assign_folds(len(ex), k, rng)
+        pu_fold, e_fold = np.full(n_pu, -1), np.full(n_e, -1)
+        pu_fold[split_indices(n_pu, split, rng)[1]] = 0
+        e_fold[split_indices(n_e, split, rng)[1]] = 0
+        return pu_fold, e_fold
+    return assign_folds(n_pu, k, rng), assign_folds(n_e, k, rng)
+
+
+def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
+            k: int, pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None]
+            ) -> list[Stage]:
+    """One stage per fold (one split: a single stage) of the rows of ``pu_fold``/``e_fold``."""
     stages = []
     for s in range(k):
         pu_in, e_in = pu_fold != s, e_fold != s
@@ -396,4 +440,4 @@ def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: 
                             held_out=(pu.take(np.flatnonzero(~pu_in)),
                                       ex.take(np.flatnonzero(~e_in))),
                             progress=show, fold=s))
-    return stages, pu_fold, e_fold
+    return stages

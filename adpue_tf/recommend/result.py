@@ -54,6 +54,10 @@ class PUEFit:
         failed: ``{candidate: why}`` for candidates whose net diverged before
             any usable epoch (left out of the choice), and a refit that
             diverged (then ``model`` is the one trained on the training part).
+        skipped: default candidates not trained because the rule keeps
+            ``blend`` whatever they score (fewer than
+            :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives held
+            out); name the candidates (``candidates=``) to train them all.
     """
 
     model: keras.Model
@@ -73,6 +77,7 @@ class PUEFit:
     final: str = "refit"
     fold_models: dict[str, tuple[keras.Model, ...]] = dataclasses.field(
         default_factory=dict, repr=False)
+    skipped: tuple[str, ...] = ()
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.
@@ -99,6 +104,9 @@ class PUEFit:
         if self.choice == PREFERRED and few is not None and few < MIN_POSITIVES:
             lines += ["", f"Kept {PREFERRED}: {few} observed positive(s) held out, fewer than "
                           f"{MIN_POSITIVES}, too few for the held-out scores to overrule it."]
+            if self.skipped:
+                lines.append(f"Not trained, as they could not overrule it: "
+                             f"{', '.join(self.skipped)}.")
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

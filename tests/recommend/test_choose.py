@@ -182,6 +182,47 @@ def test_fit_pue_on_few_held_out_positives_keeps_the_blend_and_says_why():
     assert f"Kept blend: {fit.rows['w_held_out']} observed positive(s) held out" in fit.report()
 
 
+def _few_positives(**options):
+    s = adp.synthetic.synthetic_pue(200, 200, seed=1)
+    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
+    return adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=8,
+                       batch_size=128, verbose=0, **options)
+
+
+def test_with_few_held_out_positives_the_default_trains_only_the_blend_it_keeps():
+    fit = _few_positives()
+    assert fit.rows["w_held_out"] < MIN_POSITIVES and fit.choice == PREFERRED
+    assert fit.skipped == ("exposed_pu", "adpue_ratio", "average", "likelihood_theta")
+    assert set(fit.scores) == {"bce_w", "ratio", "likelihood", "brier", "blend"}
+    assert "Not trained, as they could not overrule it: exposed_pu, adpue_ratio" in fit.report()
+
+
+@pytest.mark.slow
+def test_skipping_the_overruled_candidates_gives_the_same_model():
+    fit = _few_positives()
+    named = _few_positives(candidates=list(adp.recommend.DEFAULT_CANDIDATES))
+    assert named.skipped == () and set(named.scores) == set(adp.recommend.DEFAULT_CANDIDATES)
+    assert named.choice == PREFERRED
+    x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+    np.testing.assert_allclose(fit.model.predict(x, verbose=0), named.model.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_if_the_blend_fails_the_skipped_candidates_are_trained_and_the_rule_chooses(monkeypatch):
+    from adpue_tf.recommend.candidates import Failed, Stage
+
+    def diverged(self):
+        raise Failed("brier diverged in epoch 1 (no finite held-out score)")
+
+    monkeypatch.setattr(Stage, "_train_brier", diverged)
+    monkeypatch.setattr("adpue_tf.recommend.joint.TOGETHER", ("theta", "bce_w", "exposed_pu"))
+    fit = _few_positives(refit=False)
+    assert fit.rows["w_held_out"] < MIN_POSITIVES and fit.skipped == ()
+    assert "brier" in fit.failed and "blend" in fit.failed
+    assert {"exposed_pu", "adpue_ratio", "likelihood_theta"} <= set(fit.scores)
+    assert fit.choice != PREFERRED and fit.choice in fit.scores
+
+
 def test_the_report_measures_from_the_rules_reference():
     from adpue_tf.recommend.result import _example_fit
 
