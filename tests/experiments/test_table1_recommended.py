@@ -150,3 +150,41 @@ def test_comparison_rows_flag_a_miss():
     rows = recommended.comparison_rows(res, 0.7)
     assert rows[0][-4:] == ["0.780", "0.800 (Logit)", "-0.020", "**missed**"]  # nnPU: oracle
     assert rows[1][-1] == "met"
+
+
+@pytest.mark.slow
+def test_settings_in_worker_processes_give_the_same_tables(tmp_path):
+    """``--jobs 2``: the settings run in two processes, the results files hold the same numbers."""
+    from adpue_tf import cli
+
+    x, y = _data(n=400)
+    lines = [f"{2 if yi else 1} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(row))
+             for row, yi in zip(x, y)]
+    (tmp_path / "synth.svm").write_text("\n".join(lines) + "\n")
+    saved = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        assert cli.main(["bench", "linear", "--file", str(tmp_path / "synth.svm"),
+                         "--positive", "2", "--trials", "2", "--alphas", "0.3,0.5",
+                         "--exposure-rate", "0.5,0.7", "--steps", "5", "--l2s", "0.1",
+                         "--rounds", "1", "--recommended-epochs", "1",
+                         "--recommended-min-steps", "10", "--recommended-candidates",
+                         "bce_w,brier", "--jobs", str(jobs), "--out", str(out), "--quiet"]) == 0
+        saved[jobs] = json.loads((out / "linear.json").read_text())
+    one, two = saved[1], saved[2]
+    assert two["settings_done"] == two["settings_total"] == 4
+    assert json.dumps(one["by_exposure_rate"]) == json.dumps(two["by_exposure_rate"])  # same order
+    for by_alpha in (one["recipe_choices"], two["recipe_choices"]):
+        for table in by_alpha.values():
+            for res in table.values():
+                res["synth"]["Recommended"].pop("seconds")
+    assert one["recipe_choices"] == two["recipe_choices"]
+
+
+def test_jobs_must_be_a_positive_int(tmp_path):
+    from adpue_tf.experiments.bench import run_linear
+
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="`jobs` must be a positive int"):
+            run_linear(table1.LinearBenchConfig(trials=2), tmp_path / "o", jobs=bad)
+    assert not (tmp_path / "o").exists()

@@ -30,6 +30,7 @@ from adpue_tf.experiments.bench.common import (
     prepare_out,
     run_provenance,
 )
+from adpue_tf.experiments.bench.parallel import run_settings
 from adpue_tf.experiments.datasets.common import read_bytes
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
@@ -135,7 +136,7 @@ def _exposure_features(x: np.ndarray, seed: int) -> tuple[np.ndarray | None, str
 
 def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
                strict: bool = False, progress: TextIO | None = sys.stderr,
-               command: str | None = None) -> Path:
+               command: str | None = None, jobs: int = 1) -> Path:
     """Run Table 1 and write ``linear.md`` (and ``linear.json``) under ``out_dir``.
 
     Data sets: ``cfg.datasets`` (the paper's, by name) and ``cfg.files`` (any
@@ -158,10 +159,16 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         strict: raise on a missing data file (else the row says "no data").
         progress: stream for the progress display.
         command: the command line, for the files' provenance block.
+        jobs: settings run at once, each in its own process
+            (:func:`~adpue_tf.experiments.bench.parallel.run_settings`: the same
+            numbers, about ``jobs`` times faster on as many cores); 1: one
+            after another in this process.
 
     Returns:
         The path of ``linear.md``.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"`jobs` must be a positive int, got {jobs!r}.")
     if cfg.datasets or not cfg.files:
         _check_names(cfg.datasets, LINEAR_DATASETS)
     rates = tuple(cfg.exposure_rates or (cfg.exposure_rate,))
@@ -219,23 +226,36 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     write()  # the data sets found and the protocol, before the first setting
     # the cheapest data sets first (an interrupted run has the most settings); the
     # tables keep the order of the config
+    tasks = []
     for name in sorted(present, key=lambda n: loaded[n][0].x.size):  # type: ignore[union-attr]
         ds = loaded[name][0]
         assert ds is not None  # `present` holds the loaded ones
-        prior = float(np.mean(ds.y))
         for rate in rates:
-            rcfg = dataclasses.replace(cfg, exposure_rate=float(rate))
             for alpha in cfg.alphas:
-                details: dict[str, Any] = {}
-                res = table1.run_setting(
-                    ds.x, ds.y, prior, rcfg, alpha, features=features[name][0],
-                    details=details,
-                    report=lambda m: bar.step(f"θ={rate} α={alpha} {name} {m}"))
-                by_rate[rate][alpha][name] = {m: (i.tolist(), t.tolist())
-                                              for m, (i, t) in res.items()}
-                choices[rate][alpha][name] = details
-                done += 1
-                write()
+                kwargs: dict[str, Any] = dict(
+                    x=ds.x, y=ds.y, prior_y=float(np.mean(ds.y)),
+                    cfg=dataclasses.replace(cfg, exposure_rate=float(rate)), alpha=alpha,
+                    features=features[name][0])
+                if jobs == 1:  # per-method progress (a function stays in this process)
+                    kwargs["report"] = (lambda m, label=f"θ={rate} α={alpha} {name}":
+                                        bar.step(f"{label} {m}"))
+                tasks.append(((rate, alpha, name), kwargs))
+
+    def finished(key: tuple[float, float, str], result: tuple[dict, dict]) -> None:
+        nonlocal done
+        rate, alpha, name = key
+        by_rate[rate][alpha][name], choices[rate][alpha][name] = result
+        for table in (by_rate[rate][alpha], choices[rate][alpha]):  # the config's order
+            ordered = sorted(table.items(), key=lambda kv: list(loaded).index(kv[0]))
+            table.clear()
+            table.update(ordered)
+        if jobs > 1:
+            for _ in methods:
+                bar.step(f"θ={rate} α={alpha} {name}")
+        done += 1
+        write()
+
+    run_settings(tasks, jobs, finished)
     bar.close()
     return path
 

@@ -1,0 +1,87 @@
+"""Table 1's settings in worker processes: :func:`run_settings` (``adpue-tf bench linear --jobs``).
+
+A setting (data set, exposure rate, split ratio) depends only on its
+arguments and seeds, so settings can run in separate processes and give the
+same numbers as one after another. Most of a setting's time is Python
+(tracing each ``fit_pue`` net), which one process runs on one core; ``jobs``
+processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
+threads.
+
+Example:
+    >>> done = []
+    >>> run_settings([("a", {"value": 1})], 1, lambda key, out: done.append((key, out)),
+    ...              work=lambda value: value + 1)
+    >>> done
+    [('a', 2)]
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["run_settings", "run_table1_setting"]
+
+
+def run_table1_setting(**kwargs: Any) -> tuple[dict[str, tuple[list, list]], dict[str, Any]]:
+    """``table1.run_setting(**kwargs)``: the per-trial accuracies as lists, and its details.
+
+    Example:
+        >>> callable(run_table1_setting)
+        True
+    """
+    from adpue_tf.experiments import table1
+
+    details: dict[str, Any] = {}
+    res = table1.run_setting(**kwargs, details=details)
+    return {m: (i.tolist(), t.tolist()) for m, (i, t) in res.items()}, details
+
+
+def _init_worker(threads: int) -> None:
+    """Limit the worker's TensorFlow threads (before it runs any op)."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
+                 done: Callable[[Any, Any], None],
+                 work: Callable[..., Any] = run_table1_setting) -> None:
+    """Run ``work(**kwargs)`` for every ``(key, kwargs)`` of ``tasks``; ``done(key, result)`` as each ends.
+
+    Args:
+        tasks: the settings, in the order to start them.
+        jobs: processes at once; 1: in this process, in order.
+        done: called in this process with each task's key and result, in
+            the order they finish (with ``jobs=1``, the order of ``tasks``).
+        work: a module-level function (it is sent to the workers by name).
+
+    Raises:
+        ValueError: if ``jobs`` is not a positive int.
+
+    An exception in a task (or Ctrl-C) cancels the tasks not started and is
+    raised here; ``done`` has been called for every task that finished.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"`jobs` must be a positive int, got {jobs!r}.")
+    if jobs == 1 or len(tasks) <= 1:
+        for key, kwargs in tasks:
+            done(key, work(**kwargs))
+        return
+    jobs = min(jobs, len(tasks))
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker, initargs=(threads,))
+    try:
+        futures = {pool.submit(work, **kwargs): key for key, kwargs in tasks}
+        for future in concurrent.futures.as_completed(futures):
+            done(futures[future], future.result())
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
