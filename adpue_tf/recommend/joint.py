@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
+from adpue_tf.recommend.reuse import compiled, unnamed
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -164,25 +166,34 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     if any(n in LATER for _, n in jobs):
         for s, st in enumerate(stages):
             theta_pu[:, s] = 1.0 / (1.0 + np.exp(-logits(st.get("theta"), pu.x)))
-    nets, keys, callbacks = {}, [], []
+    fresh = []
     for s, name in jobs:
         stages[s].progress(name)
-        key = f"{name}_{s}"
-        nets[key] = stages[s].net(name)
-        keys.append(key)
-        fixed = stages[s].fixed
-        if fixed is None:
-            callbacks.append(HeldOutScore(nets[key], stages[s].monitor(name, nets[key])))
-        else:
-            callbacks.append(_KeepEpoch(nets[key], fixed[name]))
-    inputs = inputs_like(next(iter(nets.values())))
-    outs = [net(inputs) for net in nets.values()]
-    model = keras.Model(inputs, outs[0] if len(outs) == 1 else
-                        keras.layers.Concatenate()(outs))
+        fresh.append(stages[s].net(name))
     pu_only = all(n in PU_ONLY for _, n in jobs)
     rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
-    compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps, loss=_Joint(jobs))
+
+    def build(nets: Sequence[keras.Model]) -> keras.Model:
+        inputs = inputs_like(nets[0])
+        outs = [net(inputs) for net in nets]
+        model = keras.Model(inputs, outs[0] if len(outs) == 1 else
+                            keras.layers.Concatenate()(outs))
+        compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps,
+                        loss=_Joint(jobs))
+        return model
+
+    optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
+                           default=repr)
+    joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer), fresh, build)
+    model, live = joint.model, joint.nets
+    callbacks: list[keras.callbacks.Callback] = []
+    for (s, name), net in zip(jobs, live):
+        fixed = stages[s].fixed
+        if fixed is None:
+            callbacks.append(HeldOutScore(net, stages[s].monitor(name, net)))
+        else:
+            callbacks.append(_KeepEpoch(net, fixed[name]))
     epochs = cfg.epochs if first.fixed is None else max(
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
@@ -196,13 +207,15 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         if DIVERGED not in str(err):
             raise
         return  # a net's outputs exploded: the stages train these nets one by one
-    for (s, name), key, watch in zip(jobs, keys, callbacks):
-        kept = watch.best_epoch if isinstance(watch, HeldOutScore) else stages[s].fixed[name]
+    joint.give(fresh)  # the kept model's nets stay its own
+    for (s, name), net, watch in zip(jobs, fresh, callbacks):
+        assert isinstance(watch, (HeldOutScore, _KeepEpoch))
+        kept = watch.best_epoch if isinstance(watch, HeldOutScore) else watch.epoch
         if isinstance(watch, HeldOutScore) and watch.best_epoch == 0:
             stages[s].failed[name] = (f"{name} diverged in epoch 1 (no finite held-out "
                                       "score)")
             continue
-        stages[s].install(name, nets[key], kept)
+        stages[s].install(name, net, kept)
 
 
 #: What a candidate needs trained besides its own net (if it has one).

@@ -1,0 +1,140 @@
+"""Compiled joint models kept for the next pass: :func:`compiled`.
+
+Tracing a Keras training step costs about a second; on small data most of a
+:func:`adpue_tf.fit_pue` pass is that. The joint model of a pass
+(:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net`` function, for
+the next pass of the same nets, losses, optimizer and steps: the refit and
+later calls with the same ``build_net`` (a table's trials). Its own nets (the
+*live* ones) take the fresh nets' initial state (every variable, the
+dropout seeds included) and its optimizer its initial state; after training
+the fresh nets take the live nets' state. So the result is the one a new
+model gives (same initial state, batches and graph), and the nets returned
+are never the kept ones. Nets over :data:`MAX_PARAMS` weights are not kept
+(tracing is a small part of their training, and a copy costs memory).
+
+Example:
+    >>> import keras
+    >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> signature(build()) == signature(build())
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import keras
+import numpy as np
+
+__all__ = ["MAX_PARAMS", "Compiled", "compiled", "signature", "unnamed"]
+
+#: Nets with more weights than this are trained in a new model every pass.
+MAX_PARAMS = 1_000_000
+#: Joint models kept per ``build_net`` (the oldest is dropped beyond this).
+MAX_KEPT = 8
+
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class Compiled:
+    """A compiled joint model and its live nets (one per job), with the optimizer's initial state."""
+
+    def __init__(self, model: keras.Model, nets: Sequence[keras.Model]) -> None:
+        self.model, self.nets = model, list(nets)
+        self._optimizer_state = [np.array(v.numpy()) for v in model.optimizer.variables]
+
+    def load(self, fresh: Sequence[keras.Model]) -> None:
+        """Give the live nets ``fresh``'s state and the optimizer its initial state."""
+        for live, new in zip(self.nets, fresh):
+            if live is not new:
+                for a, b in zip(live.variables, new.variables):
+                    a.assign(b)
+        for v, value in zip(self.model.optimizer.variables, self._optimizer_state):
+            v.assign(value)
+
+    def give(self, fresh: Sequence[keras.Model]) -> None:
+        """Give ``fresh`` the live nets' (trained) state."""
+        for live, new in zip(self.nets, fresh):
+            if live is not new:
+                for a, b in zip(new.variables, live.variables):
+                    a.assign(b)
+
+
+def _layers(model: keras.Layer) -> list[keras.Layer]:
+    out = []
+    for layer in getattr(model, "layers", ()):
+        out.append(layer)
+        out += _layers(layer)
+    return out
+
+
+def unnamed(config: Any) -> Any:
+    """``config`` (nested dicts and lists) without its ``"name"`` entries.
+
+    Example:
+        >>> unnamed({"name": "adam_3", "learning_rate": 0.01})
+        {'learning_rate': 0.01}
+    """
+    if isinstance(config, dict):
+        return {k: unnamed(v) for k, v in config.items() if k != "name"}
+    if isinstance(config, (list, tuple)):
+        return [unnamed(v) for v in config]
+    return config
+
+
+def signature(net: keras.Model) -> str | None:
+    """What two nets must share to be trained by one kept model; None: not comparable.
+
+    Each layer's class and configuration (names aside) and every variable's
+    shape and dtype.
+    """
+    try:
+        layers = [(type(layer).__module__, type(layer).__qualname__,
+                   unnamed(layer.get_config())) for layer in [net, *_layers(net)]
+                  if not isinstance(layer, keras.Model)]
+        variables = [(tuple(v.shape), str(v.dtype)) for v in net.variables]
+        return json.dumps([type(net).__qualname__, layers, variables], sort_keys=True,
+                          default=repr)
+    except Exception:  # a layer without get_config: never kept
+        return None
+
+
+def compiled(build_net: Callable[[], keras.Model], key: Hashable,
+             fresh: Sequence[keras.Model],
+             build: Callable[[Sequence[keras.Model]], keras.Model]) -> Compiled:
+    """The compiled joint model for ``fresh``'s nets, kept or new, loaded with their state.
+
+    Args:
+        build_net: the function the nets come from (the cache's owner).
+        key: the pass's jobs, losses, optimizer and steps (what the traced
+            step depends on besides the nets).
+        fresh: the pass's new nets, in job order.
+        build: ``build(nets)``: the compiled joint model of ``nets``.
+
+    Returns:
+        A :class:`Compiled` whose live nets hold ``fresh``'s state (they are
+        ``fresh`` themselves when nothing is kept).
+    """
+    sig = signature(fresh[0])
+    small = sum(int(np.prod(v.shape)) for v in fresh[0].variables) <= MAX_PARAMS
+    try:
+        kept = _KEPT.setdefault(build_net, {}) if sig is not None and small else None
+    except TypeError:  # build_net takes no weak reference
+        kept = None
+    if kept is None or any(signature(net) != sig for net in fresh[1:]):
+        return Compiled(build(fresh), fresh)
+    full = (key, sig)
+    entry = kept.pop(full, None)
+    if entry is None:
+        live = [build_net() for _ in fresh]
+        if any(signature(net) != sig for net in live):  # build_net changed its nets
+            return Compiled(build(fresh), fresh)
+        entry = Compiled(build(live), live)
+    kept[full] = entry  # the most recent last
+    while len(kept) > MAX_KEPT:
+        kept.pop(next(iter(kept)))
+    entry.load(fresh)
+    return entry

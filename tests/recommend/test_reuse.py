@@ -1,0 +1,105 @@
+"""fit_pue keeps its compiled joint models between passes: the same results, nets never shared."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+import adpue_tf as adp
+from adpue_tf.recommend import reuse
+
+FAST = dict(epochs=1, min_steps=40, batch_size=128, verbose=0)
+
+
+def _data(seed: int, rows: int = 200):
+    return adp.synthetic.synthetic_pue(rows, rows, seed=seed)
+
+
+def _mlp(dropout: float = 0.0):
+    def build():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="relu"),
+                                 keras.layers.Dropout(dropout), keras.layers.Dense(1)])
+    return build
+
+
+def _fits(build, seeds=(0, 1)):
+    out = []
+    for seed in seeds:
+        s = _data(seed)
+        out.append(adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, seed=seed, **FAST))
+    return out
+
+
+def _same(a, b):
+    assert a.choice == b.choice and a.scores == b.scores
+    for name in a.candidates:
+        for u, v in zip(a.candidates[name].get_weights(), b.candidates[name].get_weights()):
+            np.testing.assert_array_equal(u, v)
+    for u, v in zip(a.model.get_weights(), b.model.get_weights()):
+        np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("dropout", [0.0, pytest.param(0.3, marks=pytest.mark.slow)])
+def test_kept_models_give_the_results_of_new_ones(monkeypatch, dropout):
+    """Two calls with one build_net (the refit and the second call reuse), against none kept."""
+    kept = _fits(_mlp(dropout))
+    lives = [n for entries in reuse._KEPT.values() for e in entries.values() for n in e.nets]
+    assert not any(fit.candidates[c] is n for fit in kept for c in fit.candidates
+                   for n in lives)
+    monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # nothing kept
+    new = _fits(_mlp(dropout))
+    for a, b in zip(kept, new):
+        _same(a, b)
+
+
+def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own():
+    build = _mlp()
+    first, = _fits(build, seeds=(0,))
+    before = [w.copy() for w in first.model.get_weights()]
+    entries = reuse._KEPT[build]
+    assert len(entries) == 2  # the first pass (θ̂, bce_w, brier) and the likelihood pass
+    steps = {k: e.model.train_function for k, e in entries.items()}
+    second, = _fits(build, seeds=(1,))
+    assert {k: e.model.train_function for k, e in entries.items()} == steps  # the same step
+    for entry in entries.values():  # trained again from a reset optimizer: one pass of steps
+        assert int(entry.model.optimizer.iterations.numpy()) == entry.model.steps_per_execution
+    for entry in entries.values():
+        for live in entry.nets:
+            for result in (first, second):
+                assert all(live is not m for m in result.candidates.values())
+    for u, v in zip(before, first.model.get_weights()):  # the first result is untouched
+        np.testing.assert_array_equal(u, v)
+
+
+def test_a_build_net_that_changes_its_nets_is_not_given_a_kept_model():
+    width = [4]
+
+    def build():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(width[0], activation="tanh"),
+                                 keras.layers.Dense(1)])
+
+    _fits(build, seeds=(0,))
+    width[0] = 6
+    fit, = _fits(build, seeds=(1,))
+    assert fit.model.count_params() > 0
+    assert fit.candidates["brier"].layers[0].units == 6
+    sigs = {reuse.signature(e.nets[0]) for e in reuse._KEPT[build].values()}
+    assert len(sigs) == 2  # one kept model per architecture
+
+
+def test_signature_tells_architectures_apart():
+    a = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="relu")])
+    b = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="tanh")])
+    c = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="relu")])
+    assert reuse.signature(a) != reuse.signature(b)
+    assert reuse.signature(a) == reuse.signature(c)
+    assert reuse.unnamed({"name": "x", "layers": [{"name": "y", "units": 3}]}) == {
+        "layers": [{"units": 3}]}
+
+
+def test_large_nets_are_not_kept(monkeypatch):
+    monkeypatch.setattr(reuse, "MAX_PARAMS", 5)
+    build = _mlp()
+    _fits(build, seeds=(0,))
+    assert build not in reuse._KEPT
