@@ -185,7 +185,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
 
     optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
                            default=repr)
-    joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer), fresh, build)
+    joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer,
+                                       id(tf.distribute.get_strategy())), fresh, build)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
     for (s, name), net in zip(jobs, live):

@@ -42,8 +42,9 @@ _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class Compiled:
     """A compiled joint model and its live nets (one per job), with the optimizer's initial state."""
 
-    def __init__(self, model: keras.Model, nets: Sequence[keras.Model]) -> None:
-        self.model, self.nets = model, list(nets)
+    def __init__(self, model: keras.Model, nets: Sequence[keras.Model],
+                 home: tuple[dict, Hashable] | None = None) -> None:
+        self.model, self.nets, self._home = model, list(nets), home
         self._optimizer_state = [np.array(v.numpy()) for v in model.optimizer.variables]
 
     def load(self, fresh: Sequence[keras.Model]) -> None:
@@ -56,11 +57,20 @@ class Compiled:
             v.assign(value)
 
     def give(self, fresh: Sequence[keras.Model]) -> None:
-        """Give ``fresh`` the live nets' (trained) state."""
+        """Give ``fresh`` the live nets' (trained) state; the model is free for the next pass.
+
+        Until then no other pass gets it (one that asks meanwhile, from another
+        thread, gets a new model); a pass that raises never gives it back.
+        """
         for live, new in zip(self.nets, fresh):
             if live is not new:
                 for a, b in zip(new.variables, live.variables):
                     a.assign(b)
+        if self._home is not None:
+            kept, key = self._home
+            kept[key] = self  # the most recent last
+            while len(kept) > MAX_KEPT:
+                kept.pop(next(iter(kept)))
 
 
 def _layers(model: keras.Layer) -> list[keras.Layer]:
@@ -116,7 +126,8 @@ def compiled(build_net: Callable[[], keras.Model], key: Hashable,
 
     Returns:
         A :class:`Compiled` whose live nets hold ``fresh``'s state (they are
-        ``fresh`` themselves when nothing is kept).
+        ``fresh`` themselves when nothing is kept); call its ``give`` after
+        training.
     """
     sig = signature(fresh[0])
     small = sum(int(np.prod(v.shape)) for v in fresh[0].variables) <= MAX_PARAMS
@@ -127,14 +138,11 @@ def compiled(build_net: Callable[[], keras.Model], key: Hashable,
     if kept is None or any(signature(net) != sig for net in fresh[1:]):
         return Compiled(build(fresh), fresh)
     full = (key, sig)
-    entry = kept.pop(full, None)
+    entry = kept.pop(full, None)  # checked out until give()
     if entry is None:
         live = [build_net() for _ in fresh]
         if any(signature(net) != sig for net in live):  # build_net changed its nets
             return Compiled(build(fresh), fresh)
-        entry = Compiled(build(live), live)
-    kept[full] = entry  # the most recent last
-    while len(kept) > MAX_KEPT:
-        kept.pop(next(iter(kept)))
+        entry = Compiled(build(live), live, home=(kept, full))
     entry.load(fresh)
     return entry

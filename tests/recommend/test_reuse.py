@@ -103,3 +103,31 @@ def test_large_nets_are_not_kept(monkeypatch):
     build = _mlp()
     _fits(build, seeds=(0,))
     assert build not in reuse._KEPT
+
+
+def test_a_kept_model_is_handed_out_once_at_a_time_and_loaded_with_the_fresh_state():
+    from adpue_tf.recommend.train import compile_for_fit
+
+    def build_net():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+    def build(nets):
+        model = keras.Sequential([keras.Input((2,)), nets[0]])
+        compile_for_fit(model, optimizer=keras.optimizers.Adam(0.1), loss="mse")
+        return model
+
+    fresh = [build_net()]
+    a = reuse.compiled(build_net, "pass", fresh, build)
+    assert a.nets[0] is not fresh[0]
+    for u, v in zip(a.nets[0].get_weights(), fresh[0].get_weights()):
+        np.testing.assert_array_equal(u, v)
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+    a.model.fit(x, y, epochs=1, verbose=0)
+    b = reuse.compiled(build_net, "pass", [build_net()], build)  # a is in use: a new one
+    assert b.model is not a.model
+    a.give(fresh)  # fresh gets the trained weights; a is free again
+    np.testing.assert_array_equal(fresh[0].get_weights()[0], a.nets[0].get_weights()[0])
+    other = [build_net()]
+    c = reuse.compiled(build_net, "pass", other, build)
+    assert c.model is a.model and int(c.model.optimizer.iterations.numpy()) == 0
+    np.testing.assert_array_equal(c.nets[0].get_weights()[0], other[0].get_weights()[0])
