@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Callable
 
 import keras
@@ -105,7 +106,9 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
 
     Returns:
         ``score(x)``: ``(T, m, d)`` features to the ``(T, m)`` logits of each
-        trial's model.
+        trial's model; NaN for a trial whose rows fit_pue refused (its
+        ``ValueError``, e.g. a single observed positive, is the trial's
+        ``choice``: ``"failed: ..."``), as the other columns' failed trials.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -129,11 +132,19 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
     chosen: dict[str, list[Any]] = {"choice": [], "score": [], "seconds": []}
     for t in range(len(x)):
         pu, ex = y[t, :, 2] == _PU, y[t, :, 2] == _E
-        fit = adp.fit_pue(build, x[t, pu], y[t, pu, 0], x[t, ex], y[t, ex, 1],
-                          epochs=cfg.epochs, batch_size=cfg.batch_size,
-                          validation_split=cfg.validation_split, seed=seed + t, verbose=0,
-                          candidates=cfg.candidates, learning_rate=cfg.learning_rate,
-                          min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds)
+        start = time.perf_counter()
+        try:
+            fit = adp.fit_pue(build, x[t, pu], y[t, pu, 0], x[t, ex], y[t, ex, 1],
+                              epochs=cfg.epochs, batch_size=cfg.batch_size,
+                              validation_split=cfg.validation_split, seed=seed + t, verbose=0,
+                              candidates=cfg.candidates, learning_rate=cfg.learning_rate,
+                              min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds)
+        except ValueError as err:  # the trial's rows refused (e.g. one observed positive)
+            models.append(None)
+            chosen["choice"].append(f"failed: {err}")
+            chosen["score"].append(float("nan"))
+            chosen["seconds"].append(round(time.perf_counter() - start, 1))
+            continue
         models.append(fit.model)
         chosen["choice"].append(fit.choice)
         chosen["score"].append(float(fit.scores[fit.choice]))
@@ -143,7 +154,8 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
 
     def score(features: np.ndarray) -> np.ndarray:
         f = np.asarray(features, np.float32)
-        return np.stack([np.asarray(m(f[t]))[:, 0] for t, m in enumerate(models)])
+        return np.stack([np.asarray(m(f[t]))[:, 0] if m is not None
+                         else np.full(f.shape[1], np.nan) for t, m in enumerate(models)])
 
     return score
 

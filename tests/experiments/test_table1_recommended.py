@@ -188,3 +188,24 @@ def test_jobs_must_be_a_positive_int(tmp_path):
         with pytest.raises(ValueError, match="`jobs` must be a positive int"):
             run_linear(table1.LinearBenchConfig(trials=2), tmp_path / "o", jobs=bad)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_trial_whose_rows_fit_pue_refuses_fails_alone():
+    """w8a at 100 trials: one trial's PU rows held a single observed positive."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 120, 2)).astype("float32")
+    src = np.r_[np.full(60, float(adp.Source.PU)), np.full(60, float(adp.Source.E))]
+    w = np.where(src == adp.Source.PU, rng.random((2, 120)) < 0.3, 0).astype("float32")
+    w[1] = 0.0
+    w[1, 0] = 1.0  # trial 1: one observed positive
+    e = np.where(src == adp.Source.E, rng.random((2, 120)) < 0.5, 0).astype("float32")
+    y = np.stack([w, e, np.broadcast_to(src, (2, 120))], -1).astype("float32")
+    details = {}
+    score = recommended.fit_trials(x, y, recommended.RecommendedConfig(
+        epochs=1, min_steps=5, candidates=("bce_w", "brier")), details=details)
+    s = score(x)
+    assert np.isfinite(s[0]).all() and np.isnan(s[1]).all()
+    choice = details["Recommended"]["choice"]
+    assert choice[0] in ("bce_w", "brier")
+    assert choice[1].startswith("failed: `w` has 1 observed positive(s)")
+    assert np.isnan(details["Recommended"]["score"][1])
