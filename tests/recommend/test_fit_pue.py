@@ -306,7 +306,10 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
     ("ratio", 5),
 ])
 def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
-        data, candidate, built):
+        data, candidate, built, monkeypatch):
+    from adpue_tf.recommend import reuse
+
+    monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # no kept models: build_net's calls are nets
     calls = []
 
     def build():
