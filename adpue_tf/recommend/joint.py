@@ -187,8 +187,9 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
                            default=repr)
     features = repr([(np.shape(v)[1:], np.asarray(v[:0]).dtype.str)
                      for v in tf.nest.flatten(pu.x)]) + repr(layout(pu.x))
+    probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
     joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer, features,
-                                       id(tf.distribute.get_strategy())), fresh, build)
+                                       id(tf.distribute.get_strategy())), fresh, build, probe)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
     for (s, name), net in zip(jobs, live):

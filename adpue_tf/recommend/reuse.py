@@ -9,8 +9,11 @@ later calls with the same ``build_net`` (a table's trials). Its own nets (the
 dropout seeds included) and its optimizer its initial state; after training
 the fresh nets take the live nets' state. So the result is the one a new
 model gives (same initial state, batches and graph), and the nets returned
-are never the kept ones. Nets over :data:`MAX_PARAMS` weights are not kept
-(tracing is a small part of their training, and a copy costs memory).
+are never the kept ones. A kept model is used only if its nets have the
+fresh nets' layers, configurations and variables (:func:`signature`) and,
+loaded, their outputs on a few rows. Nets over :data:`MAX_PARAMS` weights
+are not kept (tracing is a small part of their training, and a copy costs
+memory).
 
 Example:
     >>> import keras
@@ -112,9 +115,21 @@ def signature(net: keras.Model) -> str | None:
         return None
 
 
+def _same_outputs(live: Sequence[keras.Model], fresh: Sequence[keras.Model], probe: Any) -> bool:
+    """Whether each live net, loaded with its fresh net's state, computes what that net does."""
+    for a, b in zip(live, fresh):
+        got = np.asarray(keras.ops.convert_to_numpy(a(probe, training=False)))
+        want = np.asarray(keras.ops.convert_to_numpy(b(probe, training=False)))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6,
+                                                      equal_nan=True):
+            return False
+    return True
+
+
 def compiled(build_net: Callable[[], keras.Model], key: Hashable,
              fresh: Sequence[keras.Model],
-             build: Callable[[Sequence[keras.Model]], keras.Model]) -> Compiled:
+             build: Callable[[Sequence[keras.Model]], keras.Model],
+             probe: Any = None) -> Compiled:
     """The compiled joint model for ``fresh``'s nets, kept or new, loaded with their state.
 
     Args:
@@ -123,6 +138,9 @@ def compiled(build_net: Callable[[], keras.Model], key: Hashable,
             step depends on besides the nets).
         fresh: the pass's new nets, in job order.
         build: ``build(nets)``: the compiled joint model of ``nets``.
+        probe: a few rows of features: a kept model is used only if its nets,
+            loaded, give the fresh nets' outputs on them (a layer whose
+            configuration hides a change would otherwise go unseen).
 
     Returns:
         A :class:`Compiled` whose live nets hold ``fresh``'s state (they are
@@ -145,4 +163,6 @@ def compiled(build_net: Callable[[], keras.Model], key: Hashable,
             return Compiled(build(fresh), fresh)
         entry = Compiled(build(live), live, home=(kept, full))
     entry.load(fresh)
+    if probe is not None and not _same_outputs(entry.nets, fresh, probe):
+        return Compiled(build(fresh), fresh)  # the kept one is dropped
     return entry

@@ -131,3 +131,41 @@ def test_a_kept_model_is_handed_out_once_at_a_time_and_loaded_with_the_fresh_sta
     c = reuse.compiled(build_net, "pass", other, build)
     assert c.model is a.model and int(c.model.optimizer.iterations.numpy()) == 0
     np.testing.assert_array_equal(c.nets[0].get_weights()[0], other[0].get_weights()[0])
+
+
+class _Scale(keras.layers.Layer):
+    """A layer whose configuration leaves out its factor (as a careless one might)."""
+
+    def __init__(self, factor: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def call(self, x):
+        return x * self.factor
+
+    def get_config(self):
+        return super().get_config()
+
+
+def test_a_change_the_configuration_hides_is_caught_by_the_probe():
+    from adpue_tf.recommend.train import compile_for_fit
+
+    factor = [1.0]
+
+    def build_net():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1), _Scale(factor[0])])
+
+    def build(nets):
+        model = keras.Sequential([keras.Input((2,)), nets[0]])
+        compile_for_fit(model, optimizer=keras.optimizers.Adam(0.1), loss="mse")
+        return model
+
+    probe = np.ones((3, 2), "float32")
+    fresh = [build_net()]
+    a = reuse.compiled(build_net, "pass", fresh, build, probe)
+    a.give(fresh)
+    factor[0] = 3.0
+    changed = [build_net()]
+    assert reuse.signature(changed[0]) == reuse.signature(fresh[0])  # the config cannot tell
+    b = reuse.compiled(build_net, "pass", changed, build, probe)
+    assert b.model is not a.model and b.nets[0] is changed[0]  # a new model, the fresh net
