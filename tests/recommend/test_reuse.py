@@ -72,6 +72,7 @@ def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own():
         np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.slow
 def test_a_build_net_that_changes_its_nets_is_not_given_a_kept_model():
     width = [4]
 
