@@ -26,8 +26,9 @@ from typing import Any
 __all__ = ["run_settings", "run_table1_setting"]
 
 
-def run_table1_setting(**kwargs: Any) -> tuple[dict[str, tuple[list, list]], dict[str, Any]]:
-    """``table1.run_setting(**kwargs)``: the per-trial accuracies as lists, and its details.
+def run_table1_setting(x: Any, y: Any, prior_y: float, cfg: Any, alpha: float,
+                       **kwargs: Any) -> tuple[dict[str, tuple[list, list]], dict[str, Any]]:
+    """``table1.run_setting(x, y, prior_y, cfg, alpha, **kwargs)``: accuracies as lists, details.
 
     Example:
         >>> callable(run_table1_setting)
@@ -36,7 +37,7 @@ def run_table1_setting(**kwargs: Any) -> tuple[dict[str, tuple[list, list]], dic
     from adpue_tf.experiments import table1
 
     details: dict[str, Any] = {}
-    res = table1.run_setting(**kwargs, details=details)
+    res = table1.run_setting(x, y, prior_y, cfg, alpha, **kwargs, details=details)
     return {m: (i.tolist(), t.tolist()) for m, (i, t) in res.items()}, details
 
 
