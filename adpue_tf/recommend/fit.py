@@ -31,10 +31,9 @@ import keras
 import numpy as np
 
 from adpue_tf._internal.checks import check_bool, check_int
-from adpue_tf.data.rows import Rows, as_rows, layout, split_indices
+from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
-    COMPOSITE_PARTS,
     DEFAULT_CANDIDATES,
     DERIVED,
     NOT_AVERAGED,
@@ -42,11 +41,11 @@ from adpue_tf.recommend.candidates import (
     Settings,
     Stage,
 )
-from adpue_tf.recommend.compose import input_structure
-from adpue_tf.recommend.folds import Pooled, assign_folds, fold_average
+from adpue_tf.recommend.folds import Pooled, fold_average, split_folds
+from adpue_tf.recommend.inputs import check_inputs, check_labels, check_net, check_same_features
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import MIN_POSITIVES, choose, reference
+from adpue_tf.recommend.rule import choose, overruled_anyway, reference
 
 __all__ = ["FINALS", "FOLDS_FINAL", "PUEFit", "choose", "fit_pue"]
 
@@ -58,85 +57,6 @@ FINALS = ("auto", "refit", "average")
 #: epochs of the folds was closer to the truth than the fold average, whose
 #: nets keep epochs chosen on one small fold each (docs/guide/choosing-models.md).
 FOLDS_FINAL = "refit"
-
-
-# -- argument checks --------------------------------------------------------------------
-def _check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
-    """One call of ``build_net``: a Keras model with defined inputs, one logit out."""
-    if not callable(build_net) or isinstance(build_net, keras.Model):
-        raise TypeError("`build_net` must be a function that returns a fresh Keras model "
-                        f"(features -> one logit), got {type(build_net).__name__}.")
-    net = build_net()
-    if not isinstance(net, keras.Model):
-        raise TypeError(f"`build_net()` must return a keras.Model, got {type(net).__name__}.")
-    if not net.built or not getattr(net, "inputs", None):
-        raise ValueError("`build_net()` must return a model with defined inputs (a "
-                         "keras.Sequential starting with keras.Input, or a functional model).")
-    outputs = net.outputs
-    if len(outputs) != 1 or tuple(outputs[0].shape[1:]) != (1,):
-        raise ValueError("`build_net()` must return a model with one output of shape "
-                         f"(batch, 1), a logit; got {[tuple(o.shape) for o in outputs]}.")
-    activation = getattr(getattr(net.layers[-1], "activation", None), "__name__", None)
-    if activation in ("sigmoid", "softmax"):
-        raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
-                         f"{activation}; drop the activation (fit_pue applies the sigmoid).")
-    return net
-
-
-def _fits(row: tuple, ref: tuple) -> bool:
-    """Whether rows of shape ``row`` fit an input of shape ``(batch, *ref)``.
-
-    As Keras does, a missing or extra trailing axis of size 1 is allowed.
-    """
-    if len(row) == len(ref):
-        return all(r is None or d is None or r == d for r, d in zip(row, ref))
-    if len(row) + 1 == len(ref) and ref[-1] in (1, None):
-        return _fits(row, ref[:-1])
-    if len(row) == len(ref) + 1 and row[-1] == 1:
-        return _fits(row[:-1], ref)
-    return False
-
-
-def _check_inputs(net: keras.Model, pu: Rows) -> None:
-    """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
-    structure = input_structure(net)
-    rows = layout(pu.x)
-    if isinstance(structure, dict):
-        if not isinstance(rows, dict):
-            raise ValueError(f"`build_net()`'s model takes a dict of features "
-                             f"{sorted(structure)}, but `x_pu` is one array of rows {rows}.")
-        missing = sorted(set(structure) - set(rows))
-        if missing:
-            raise ValueError(f"`x_pu` and `x_e` lack the feature(s) {missing} that "
-                             f"`build_net()`'s model takes (they have {sorted(rows)}).")
-        pairs = [(k, rows[k], tuple(structure[k].shape[1:])) for k in sorted(structure)]
-    elif isinstance(rows, dict) or not hasattr(structure, "shape"):
-        return  # Keras matches these by name or position; it says what is wrong
-    else:
-        pairs = [("x_pu", rows, tuple(structure.shape[1:]))]
-    for key, row, ref in pairs:
-        if not _fits(row, ref):
-            what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
-            raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
-                             f"whose input takes rows of shape {ref}.")
-
-
-def _check_same_features(pu: Rows, e: Rows) -> None:
-    if layout(pu.x) != layout(e.x):
-        raise ValueError(f"`x_pu` and `x_e` must have the same features; got {layout(pu.x)} "
-                         f"and {layout(e.x)}.")
-
-
-def _check_labels(pu: Rows, e: Rows, held: int) -> None:
-    if pu.y.sum() < 2:
-        raise ValueError(f"`w` has {int(pu.y.sum())} observed positive(s); fit_pue needs at "
-                         "least 2 (some for training, some held out).")
-    if e.y.min() == e.y.max():
-        raise ValueError(f"`e` holds only the value {int(e.y[0])}; the exposure log needs "
-                         "exposed (1) and unexposed (0) rows.")
-    if min(len(pu), len(e)) < 2 * held:
-        raise ValueError(f"fit_pue needs at least {2 * held} PU rows and E rows, got "
-                         f"{len(pu)} and {len(e)}.")
 
 
 def _progress(verbose: Any, total: int) -> Callable[[str], None]:
@@ -263,7 +183,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    net = _check_net(build_net)
+    net = check_net(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
     if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
@@ -289,9 +209,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
                         rounds=check_int("rounds", rounds, 1), seed=check_int("seed", seed, 0),
                         optimizer=lambda: keras.optimizers.Adam(lr), patience=stale)
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
-    _check_same_features(pu, ex)
-    _check_inputs(net, pu)
-    _check_labels(pu, ex, 1)
+    check_same_features(pu, ex)
+    check_inputs(net, pu)
+    check_labels(pu, ex, 1)
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
@@ -299,9 +219,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     if final == "auto":
         final = "refit" if k == 1 and refit else FOLDS_FINAL if refit else "average"
     start = time.perf_counter()
-    pu_fold, e_fold = _folds(len(pu), len(ex), settings.seed, k, split)
+    pu_fold, e_fold = split_folds(len(pu), len(ex), settings.seed, k, split)
     positives = int(pu.y[pu_fold >= 0].sum())  # observed positives held out
-    skipped = _overruled_anyway(names, positives) if candidates is None else ()
+    skipped = overruled_anyway(names, positives) if candidates is None else ()
     names, asked = tuple(n for n in names if n not in skipped), names
     show = _progress(verbose, k * (len(names) + 1) + (len(names) if final == "refit" else 0))
     stages = _stages(build_net, pu, ex, settings, k, pu_fold, e_fold, show)
@@ -387,42 +307,6 @@ def _train(stages: list[Stage], names: Sequence[str], pu: Rows, ex: Rows,
         if name != "average":
             for st in stages:
                 st.try_get(name)
-
-
-def _overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
-    """The candidates not worth training: the rule keeps ``blend`` whatever they score.
-
-    With fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES` observed
-    positives held out, :func:`choose` keeps ``blend`` (if it trains), so only
-    it and the candidates it is made of (and their parts) are trained.
-
-    Example:
-        >>> _overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=4)
-        ('exposed_pu',)
-        >>> _overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=30)
-        ()
-    """
-    if PREFERRED not in names or positives >= MIN_POSITIVES:
-        return ()
-    needed, todo = set(), [PREFERRED]
-    while todo:
-        name = todo.pop()
-        if name not in needed:
-            needed.add(name)
-            todo += COMPOSITE_PARTS.get(name, ())
-    return tuple(n for n in names if n not in needed)
-
-
-def _folds(n_pu: int, n_e: int, seed: int, k: int, split: float
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """Each PU and E row's fold: with one split, 0 held out and -1 for training."""
-    rng = np.random.default_rng(seed)
-    if k == 1:
-        pu_fold, e_fold = np.full(n_pu, -1), np.full(n_e, -1)
-        pu_fold[split_indices(n_pu, split, rng)[1]] = 0
-        e_fold[split_indices(n_e, split, rng)[1]] = 0
-        return pu_fold, e_fold
-    return assign_folds(n_pu, k, rng), assign_folds(n_e, k, rng)
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,

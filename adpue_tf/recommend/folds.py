@@ -20,11 +20,12 @@ import keras
 import numpy as np
 
 from adpue_tf._internal.numeric import sigmoid
+from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.compose import ProbabilityMean, compose
 from adpue_tf.validation import exposure_brier_score, exposure_nll
 
-__all__ = ["Pooled", "assign_folds", "fold_average"]
+__all__ = ["Pooled", "assign_folds", "fold_average", "split_folds"]
 
 
 def assign_folds(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -136,3 +137,21 @@ def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:
                                   for s, used, head in heads])
 
     return compose(nets, average, name)
+
+
+def split_folds(n_pu: int, n_e: int, seed: int, k: int, split: float
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Each PU and E row's fold: with one split (``k=1``), 0 held out and -1 for training.
+
+    Example:
+        >>> pu, e = split_folds(5, 4, seed=0, k=1, split=0.4)
+        >>> int((pu == 0).sum()), int((e == 0).sum())
+        (2, 2)
+    """
+    rng = np.random.default_rng(seed)
+    if k == 1:
+        pu_fold, e_fold = np.full(n_pu, -1), np.full(n_e, -1)
+        pu_fold[split_indices(n_pu, split, rng)[1]] = 0
+        e_fold[split_indices(n_e, split, rng)[1]] = 0
+        return pu_fold, e_fold
+    return assign_folds(n_pu, k, rng), assign_folds(n_e, k, rng)

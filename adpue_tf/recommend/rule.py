@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adpue_tf.recommend.candidates import PREDICTS_WITH_THETA
+from adpue_tf.recommend.candidates import COMPOSITE_PARTS, PREDICTS_WITH_THETA, PREFERRED
 
-__all__ = ["MIN_POSITIVES", "choose", "reference"]
+__all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
 
 #: Fewer observed positives (``W = 1``) than this among the held-out PU rows:
 #: :func:`choose` keeps ``prefer`` (fit_pue's fixed ``blend``) whatever the
@@ -129,3 +129,27 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         if se is None or nll[kept] - nll[challenger] <= tolerance * se:
             return kept
     return challenger
+
+
+def overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
+    """The candidates not worth training: the rule keeps ``blend`` whatever they score.
+
+    With fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES` observed
+    positives held out, :func:`choose` keeps ``blend`` (if it trains), so only
+    it and the candidates it is made of (and their parts) are trained.
+
+    Example:
+        >>> overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=4)
+        ('exposed_pu',)
+        >>> overruled_anyway(("bce_w", "ratio", "exposed_pu", "blend"), positives=30)
+        ()
+    """
+    if PREFERRED not in names or positives >= MIN_POSITIVES:
+        return ()
+    needed, todo = set(), [PREFERRED]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += COMPOSITE_PARTS.get(name, ())
+    return tuple(n for n in names if n not in needed)

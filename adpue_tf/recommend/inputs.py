@@ -1,0 +1,98 @@
+"""fit_pue's checks of its arguments: the net ``build_net`` returns, the features, the labels.
+
+Each raises a ``TypeError``/``ValueError`` naming the argument and what was wrong.
+
+Example:
+    >>> import keras
+    >>> check_net(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])).output_shape
+    (None, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+
+from adpue_tf.data.rows import Rows, layout
+from adpue_tf.recommend.compose import input_structure
+
+__all__ = ["check_inputs", "check_labels", "check_net", "check_same_features"]
+
+
+def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
+    """One call of ``build_net``: a Keras model with defined inputs, one logit out."""
+    if not callable(build_net) or isinstance(build_net, keras.Model):
+        raise TypeError("`build_net` must be a function that returns a fresh Keras model "
+                        f"(features -> one logit), got {type(build_net).__name__}.")
+    net = build_net()
+    if not isinstance(net, keras.Model):
+        raise TypeError(f"`build_net()` must return a keras.Model, got {type(net).__name__}.")
+    if not net.built or not getattr(net, "inputs", None):
+        raise ValueError("`build_net()` must return a model with defined inputs (a "
+                         "keras.Sequential starting with keras.Input, or a functional model).")
+    outputs = net.outputs
+    if len(outputs) != 1 or tuple(outputs[0].shape[1:]) != (1,):
+        raise ValueError("`build_net()` must return a model with one output of shape "
+                         f"(batch, 1), a logit; got {[tuple(o.shape) for o in outputs]}.")
+    activation = getattr(getattr(net.layers[-1], "activation", None), "__name__", None)
+    if activation in ("sigmoid", "softmax"):
+        raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
+                         f"{activation}; drop the activation (fit_pue applies the sigmoid).")
+    return net
+
+
+def _fits(row: tuple, ref: tuple) -> bool:
+    """Whether rows of shape ``row`` fit an input of shape ``(batch, *ref)``.
+
+    As Keras does, a missing or extra trailing axis of size 1 is allowed.
+    """
+    if len(row) == len(ref):
+        return all(r is None or d is None or r == d for r, d in zip(row, ref))
+    if len(row) + 1 == len(ref) and ref[-1] in (1, None):
+        return _fits(row, ref[:-1])
+    if len(row) == len(ref) + 1 and row[-1] == 1:
+        return _fits(row[:-1], ref)
+    return False
+
+
+def check_inputs(net: keras.Model, pu: Rows) -> None:
+    """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
+    structure = input_structure(net)
+    rows = layout(pu.x)
+    if isinstance(structure, dict):
+        if not isinstance(rows, dict):
+            raise ValueError(f"`build_net()`'s model takes a dict of features "
+                             f"{sorted(structure)}, but `x_pu` is one array of rows {rows}.")
+        missing = sorted(set(structure) - set(rows))
+        if missing:
+            raise ValueError(f"`x_pu` and `x_e` lack the feature(s) {missing} that "
+                             f"`build_net()`'s model takes (they have {sorted(rows)}).")
+        pairs = [(k, rows[k], tuple(structure[k].shape[1:])) for k in sorted(structure)]
+    elif isinstance(rows, dict) or not hasattr(structure, "shape"):
+        return  # Keras matches these by name or position; it says what is wrong
+    else:
+        pairs = [("x_pu", rows, tuple(structure.shape[1:]))]
+    for key, row, ref in pairs:
+        if not _fits(row, ref):
+            what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
+            raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
+                             f"whose input takes rows of shape {ref}.")
+
+
+def check_same_features(pu: Rows, e: Rows) -> None:
+    if layout(pu.x) != layout(e.x):
+        raise ValueError(f"`x_pu` and `x_e` must have the same features; got {layout(pu.x)} "
+                         f"and {layout(e.x)}.")
+
+
+def check_labels(pu: Rows, e: Rows, held: int) -> None:
+    if pu.y.sum() < 2:
+        raise ValueError(f"`w` has {int(pu.y.sum())} observed positive(s); fit_pue needs at "
+                         "least 2 (some for training, some held out).")
+    if e.y.min() == e.y.max():
+        raise ValueError(f"`e` holds only the value {int(e.y[0])}; the exposure log needs "
+                         "exposed (1) and unexposed (0) rows.")
+    if min(len(pu), len(e)) < 2 * held:
+        raise ValueError(f"fit_pue needs at least {2 * held} PU rows and E rows, got "
+                         f"{len(pu)} and {len(e)}.")
