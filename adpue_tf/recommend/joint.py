@@ -33,7 +33,7 @@ import tensorflow as tf
 from adpue_tf import risks
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.data import pue_dataset
-from adpue_tf.data.rows import Rows, layout
+from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
 from adpue_tf.recommend.reuse import compiled, unnamed
@@ -185,8 +185,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
 
     optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
                            default=repr)
-    features = repr([(np.shape(v)[1:], np.asarray(v[:0]).dtype.str)
-                     for v in tf.nest.flatten(pu.x)]) + repr(layout(pu.x))
+    features = repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str),
+                                          pu.x))
     probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
     joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer, features,
                                        id(tf.distribute.get_strategy())), fresh, build, probe)

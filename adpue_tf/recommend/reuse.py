@@ -42,20 +42,26 @@ MAX_KEPT = 8
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _copy(to: Sequence[keras.Model], src: Sequence[keras.Model]) -> None:
+    """Every variable of each net of ``src`` into the same net of ``to`` (skipping a net itself)."""
+    for a, b in zip(to, src):
+        if a is not b:
+            for x, y in zip(a.variables, b.variables):
+                x.assign(y)
+
+
 class Compiled:
-    """A compiled joint model and its live nets (one per job), with the optimizer's initial state."""
+    """A compiled joint model and its live nets (one per job); kept ones hold the optimizer's initial state."""
 
     def __init__(self, model: keras.Model, nets: Sequence[keras.Model],
                  home: tuple[dict, Hashable] | None = None) -> None:
         self.model, self.nets, self._home = model, list(nets), home
-        self._optimizer_state = [np.array(v.numpy()) for v in model.optimizer.variables]
+        self._optimizer_state = ([np.array(v.numpy()) for v in model.optimizer.variables]
+                                 if home is not None else [])
 
     def load(self, fresh: Sequence[keras.Model]) -> None:
         """Give the live nets ``fresh``'s state and the optimizer its initial state."""
-        for live, new in zip(self.nets, fresh):
-            if live is not new:
-                for a, b in zip(live.variables, new.variables):
-                    a.assign(b)
+        _copy(self.nets, fresh)
         for v, value in zip(self.model.optimizer.variables, self._optimizer_state):
             v.assign(value)
 
@@ -65,10 +71,7 @@ class Compiled:
         Until then no other pass gets it (one that asks meanwhile, from another
         thread, gets a new model); a pass that raises never gives it back.
         """
-        for live, new in zip(self.nets, fresh):
-            if live is not new:
-                for a, b in zip(new.variables, live.variables):
-                    a.assign(b)
+        _copy(fresh, self.nets)
         if self._home is not None:
             kept, key = self._home
             kept[key] = self  # the most recent last

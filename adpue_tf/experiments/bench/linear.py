@@ -30,7 +30,7 @@ from adpue_tf.experiments.bench.common import (
     run_provenance,
 )
 from adpue_tf.experiments.bench.files import load_file
-from adpue_tf.experiments.bench.parallel import run_settings
+from adpue_tf.experiments.bench.parallel import check_jobs, run_settings
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
 from adpue_tf.recommend.rule import MIN_POSITIVES
@@ -87,8 +87,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     Returns:
         The path of ``linear.md``.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"`jobs` must be a positive int, got {jobs!r}.")
+    check_jobs(jobs)  # before anything is written
     if cfg.datasets or not cfg.files:
         _check_names(cfg.datasets, LINEAR_DATASETS)
     rates = tuple(cfg.exposure_rates or (cfg.exposure_rate,))

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["run_settings", "run_table1_setting"]
+__all__ = ["check_jobs", "run_settings", "run_table1_setting"]
 
 
 def run_table1_setting(x: Any, y: Any, prior_y: float, cfg: Any, alpha: float,
@@ -39,6 +39,16 @@ def run_table1_setting(x: Any, y: Any, prior_y: float, cfg: Any, alpha: float,
     details: dict[str, Any] = {}
     res = table1.run_setting(x, y, prior_y, cfg, alpha, **kwargs, details=details)
     return {m: (i.tolist(), t.tolist()) for m, (i, t) in res.items()}, details
+
+
+def check_jobs(jobs: Any) -> None:
+    """Refuse a ``jobs`` that is not a positive int (``ValueError`` naming it).
+
+    Example:
+        >>> check_jobs(2)
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"`jobs` must be a positive int, got {jobs!r}.")
 
 
 def _init_worker(threads: int) -> None:
@@ -67,8 +77,7 @@ def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
     An exception in a task (or Ctrl-C) cancels the tasks not started and is
     raised here; ``done`` has been called for every task that finished.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"`jobs` must be a positive int, got {jobs!r}.")
+    check_jobs(jobs)
     if jobs == 1 or len(tasks) <= 1:
         for key, kwargs in tasks:
             done(key, work(**kwargs))
