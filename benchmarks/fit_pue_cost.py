@@ -10,6 +10,7 @@ and wall time; the ratio is fit_pue over the mean of the two BCE fits.
 Usage::
 
     python -m benchmarks.fit_pue_cost --pu 200000 --e 100000 --epochs 5
+    python -m benchmarks.fit_pue_cost --mixed mixed_bfloat16 --batch-size 4096   # a GPU
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def build_net(sim: AdLogSimulator) -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(32, "relu")(h)))
 
 
+def gpu_names() -> list[str]:
+    """The names of the GPUs TensorFlow sees (empty on a CPU-only machine)."""
+    import tensorflow as tf
+
+    return [tf.config.experimental.get_device_details(g).get("device_name", g.name)
+            for g in tf.config.list_physical_devices("GPU")]
+
+
 def timed(fn):
     cpu, wall = time.process_time(), time.perf_counter()
     out = fn()
@@ -56,8 +65,12 @@ def main() -> None:
     ap.add_argument("--e", type=int, default=100_000)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=512)
+    ap.add_argument("--mixed", default=None, metavar="POLICY",
+                    help="a Keras dtype policy for every net (e.g. mixed_bfloat16 on a GPU)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
+    if a.mixed:
+        keras.mixed_precision.set_dtype_policy(a.mixed)
     sim = AdLogSimulator(seed=0)
     pu, ex, test = sim.sample(a.pu, seed=1), sim.sample(a.e, seed=2), sim.sample(50_000, seed=3)
     x_pu = {k: pu.features[k] for k in KEYS}
@@ -87,10 +100,11 @@ def main() -> None:
     x_t = {k: test.features[k] for k in KEYS}
 
     def mae(model: keras.Model) -> float:
-        z = np.asarray(model.predict(x_t, batch_size=8192, verbose=0)).ravel()
+        z = np.asarray(model.predict(x_t, batch_size=8192, verbose=0), np.float64).ravel()
         return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - test.p_y)))
 
     res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size,
+           "dtype_policy": a.mixed or "float32", "gpu": gpu_names(),
            "bce_cpu_s": [cpu1, cpu2], "bce_wall_s": [wall1, wall2],
            "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
            "cpu_ratio": cpu_f / np.mean([cpu1, cpu2]),

@@ -19,6 +19,12 @@ packed by :func:`adpue_tf.data.pue_dataset`) in one process, with:
   mean of the model output, ``keras.metrics.MeanMetricWrapper``): what logging
   any four values per step costs in Keras, the floor for ``adpue_metrics``.
 
+``--model ads`` trains instead the ad-log feature-dict net of
+:mod:`benchmarks.fit_pue_cost` (embeddings of user, item and campaign ids and a
+context vector -> 64-64-32-1) on rows of
+:class:`adpue_tf.synthetic.ad_log.AdLogSimulator`: the ads-scale model, as a
+dict of features (``--dim`` and ``--width`` then unused).
+
 Each timed unit is one epoch of ``--steps`` steps, measured from the epoch's
 start to its end (after the epoch-end refresh), so ``fit``'s set-up is
 excluded. The variants take turns (round robin) so that drifting machine load
@@ -36,6 +42,7 @@ Usage::
     python -m benchmarks.throughput --mixed              # mixed_float16 (GPU)
     python -m benchmarks.throughput --threads 1 --variants bce,debiased --repeats 9
     python -m benchmarks.throughput --width 1024 --mixed mixed_bfloat16 --jit   # GPU
+    python -m benchmarks.throughput --model ads --batch-size 4096 --jit        # feature dicts
 
 Writes ``benchmarks/results/throughput.md`` (``--out``) and prints a summary.
 """
@@ -48,7 +55,9 @@ import os
 import platform
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -80,6 +89,16 @@ DESCRIPTIONS = {
 }
 
 
+#: The model and data lines of the report, per ``--model``.
+MODELS = {"mlp": "MLP {a.dim}-{a.width}-{a.width}-1 (ReLU)",
+          "ads": ("ad-log net: Embedding(user 8, item 8, campaign 8) + context -> "
+                  "64-64-32-1 (ReLU), a dict of features")}
+DATA = {"mlp": ("synthetic_pue({a.rows}, {a.rows}, dim={a.dim}), "
+                "pue_dataset(batch_size={a.batch_size}, seed=0)"),
+        "ads": ("AdLogSimulator(seed=0).sample({a.rows}) for PU and for E, "
+                "pue_dataset(batch_size={a.batch_size}, seed=0)")}
+
+
 def _mean_output(y_true, y_pred):
     return y_pred[:, 0]
 
@@ -92,15 +111,35 @@ def _mlp(dim: int, seed: int, width: int = 64) -> keras.Model:
                              keras.layers.Dense(1)])
 
 
+def _data(args: argparse.Namespace) -> tuple[SimpleNamespace, Callable[[], keras.Model]]:
+    """The PU and exposure rows of ``args.model`` and a builder of its (seeded) net."""
+    if args.model == "mlp":
+        data = synthetic.synthetic_pue(args.rows, args.rows, dim=args.dim, seed=0)
+        return (SimpleNamespace(x_pu=data.x_pu, w_pu=data.w_pu, x_e=data.x_e, e_e=data.e_e),
+                lambda: _mlp(args.dim, seed=0, width=args.width))
+    from adpue_tf.synthetic.ad_log import AdLogSimulator
+    from benchmarks.fit_pue_cost import KEYS, build_net
+
+    sim = AdLogSimulator(seed=0)
+    pu, ex = sim.sample(args.rows, seed=1), sim.sample(args.rows, seed=2)
+
+    def net() -> keras.Model:
+        keras.utils.set_random_seed(0)
+        return build_net(sim)
+    return (SimpleNamespace(x_pu={k: pu.features[k] for k in KEYS}, w_pu=pu.w,
+                            x_e={k: ex.features[k] for k in KEYS}, e_e=ex.e), net)
+
+
 class _Run:
     """One variant: its model, dataset and callbacks, fitted one epoch at a time."""
 
-    def __init__(self, name: str, args: argparse.Namespace, data) -> None:
+    def __init__(self, name: str, args: argparse.Namespace, data: SimpleNamespace,
+                 make_net: Callable[[], keras.Model]) -> None:
         self.name = name
         ds = adp.data.pue_dataset(data.x_pu, data.w_pu, data.x_e, data.e_e,
                                   batch_size=args.batch_size, seed=0,
                                   steps_per_epoch=args.steps)
-        net = _mlp(args.dim, seed=0, width=args.width)
+        net = make_net()
         optimizer = keras.optimizers.Adam(1e-3)
         self.callbacks: list[keras.callbacks.Callback] = []
         if name == "bce":
@@ -166,8 +205,8 @@ def measure(args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
     if args.mixed:
         keras.mixed_precision.set_dtype_policy(args.mixed)
     try:
-        data = synthetic.synthetic_pue(args.rows, args.rows, dim=args.dim, seed=0)
-        runs = [_Run(name, args, data) for name in args.variants]
+        data, make_net = _data(args)
+        runs = [_Run(name, args, data, make_net) for name in args.variants]
         times: dict[str, list[tuple[float, float]]] = {r.name: [] for r in runs}
         for i in range(args.warmup + args.repeats):
             for run in runs:
@@ -218,9 +257,8 @@ def report(args: argparse.Namespace, times) -> str:
              "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in _machine().items()]
     lines += ["", "## Settings", "", "| | |", "|---|---|",
-              f"| model | MLP {args.dim}-{args.width}-{args.width}-1 (ReLU), Adam(1e-3) |",
-              (f"| data | synthetic_pue({args.rows}, {args.rows}, dim={args.dim}), "
-              f"pue_dataset(batch_size={args.batch_size}, seed=0) |"),
+              f"| model | {MODELS[args.model].format(a=args)}, Adam(1e-3) |",
+              f"| data | {DATA[args.model].format(a=args)} |",
               f"| steps per timed epoch | {args.steps} |",
               (f"| warm-up epochs / timed epochs per variant | {args.warmup} / {args.repeats} "
               "(round robin) |"),
@@ -281,6 +319,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--width", type=int, default=64, help="units of each hidden layer (64)")
     p.add_argument("--threads", type=int, default=0,
                    help="TensorFlow intra- and inter-op threads (0: TensorFlow's default)")
+    p.add_argument("--model", choices=sorted(MODELS), default="mlp",
+                   help="mlp (synthetic arrays) or ads (the ad-log feature-dict net)")
     p.add_argument("--rows", type=int, default=50_000, help="rows of each of PU and E")
     p.add_argument("--jit", action="store_true", help="compile with jit_compile=True (XLA)")
     p.add_argument("--steps-per-execution", type=int, default=1,

@@ -49,3 +49,20 @@ def test_rows_benchmark_runs_and_is_reported(tmp_path):
     text = out.read_text()
     assert "| width W | batch | selected share |" in text
     assert text.count("\n| 8 | 32 |") == 1
+
+
+@pytest.mark.slow
+def test_ads_model_runs_on_feature_dicts(throughput, tmp_path):
+    out = tmp_path / "a.md"
+    throughput.main(["--model", "ads", "--steps", "3", "--repeats", "5", "--warmup", "1",
+                     "--rows", "2000", "--batch-size", "64", "--variants", "bce,debiased",
+                     "--out", str(out)])
+    text = out.read_text()
+    assert "| model | ad-log net: Embedding(user 8, item 8, campaign 8)" in text
+    assert "| `debiased`: DebiasedModel + RefreshDagger(every_n_epochs=1) |" in text
+
+
+def test_model_must_be_known(throughput):
+    assert throughput.parse_args(["--model", "ads"]).model == "ads"
+    with pytest.raises(SystemExit):
+        throughput.parse_args(["--model", "resnet"])
