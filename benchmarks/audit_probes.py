@@ -266,10 +266,11 @@ def _fit_sigmoid_as_logits() -> Any:
 
 def all_probes() -> list[Probe]:
     """Every probe of the audit, in a fixed order."""
-    from benchmarks import audit_probes_io
+    from benchmarks import audit_probes_fit, audit_probes_io
 
     return (labels_probes() + builder_probes() + loss_probes()
-            + audit_probes_io.io_probes() + audit_probes_io.model_probes())
+            + audit_probes_io.io_probes() + audit_probes_io.model_probes()
+            + audit_probes_fit.fit_pue_probes())
 
 
 __all__ = ["all_probes", "bad_arrays", "bad_binary", "bad_ints"]

@@ -25,7 +25,7 @@ def test_the_audit_has_hundreds_of_unique_probes():
     for entry in ("export_for_serving", "read_tfrecords", "with_propensity", "pack_labels",
                   "epoch_length", "BestRound", "ExposureLikelihood", "ReferenceRisk",
                   "DebiasedHyperModel", "bench linear", "simulate-logs", "validation_score",
-                  "fit_ratio_model"):
+                  "fit_ratio_model", "fit_pue"):
         assert entry in entries, entry
     assert sum(p.protect is not None for p in probes) >= 10  # the data-loss probes
 

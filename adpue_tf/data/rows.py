@@ -76,6 +76,11 @@ def _read_dataset(name: str, label_name: str, ds: tf.data.Dataset) -> tuple[Any,
         raise TypeError(f"`{name}` must be a Dataset of unbatched (features, {label_name}) rows "
                         f"(e.g. read_tfrecords(..., labels={label_name!r})), got element spec "
                         f"{spec}.")
+    label_shape = tuple(spec[1].shape) if hasattr(spec[1], "shape") else None
+    if label_shape is not None and label_shape not in ((), (1,)):
+        raise ValueError(f"`{name}` must be a Dataset of unbatched rows, but its {label_name} "
+                         f"has shape {label_shape} (batches?); pass `ds.unbatch()` or the "
+                         "rows before `.batch()`.")
     if tf.data.experimental.INFINITE_CARDINALITY == int(ds.cardinality()):
         raise ValueError(f"`{name}` is an infinite Dataset; fit_pue reads every row once: "
                          "drop the `.repeat()`.")

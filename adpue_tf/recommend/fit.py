@@ -24,6 +24,7 @@ from __future__ import annotations
 import numbers
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,7 +43,13 @@ from adpue_tf.recommend.candidates import (
     Stage,
 )
 from adpue_tf.recommend.folds import Pooled, fold_average, split_folds
-from adpue_tf.recommend.inputs import check_inputs, check_labels, check_net, check_same_features
+from adpue_tf.recommend.inputs import (
+    check_inputs,
+    check_labels,
+    check_net,
+    check_same_features,
+    scale_hint,
+)
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway, reference
@@ -212,6 +219,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     check_same_features(pu, ex)
     check_inputs(net, pu)
     check_labels(pu, ex, 1)
+    hint = scale_hint(net, pu)
+    if hint is not None:
+        warnings.warn(hint, UserWarning, stacklevel=2)
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
@@ -244,7 +254,8 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
             scores["average"] = pooled.brier("average")
     if not trained:
         raise ValueError("Every candidate diverged: " + "; ".join(
-            v for n, v in failed.items() if n != "theta") + ". Lower `learning_rate`.")
+            dict.fromkeys(v for n, v in failed.items() if n != "theta"))
+            + ". Lower `learning_rate`." + (f" {hint}" if hint else ""))
     best = reference(scores, DERIVED, names)
     theta_ok = "theta" not in failed
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}

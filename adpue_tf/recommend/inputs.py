@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import keras
+import numpy as np
 
 from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
 
-__all__ = ["check_inputs", "check_labels", "check_net", "check_same_features"]
+__all__ = ["check_fresh", "check_inputs", "check_labels", "check_net", "check_same_features"]
 
 
 def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
@@ -39,7 +40,29 @@ def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
     if activation in ("sigmoid", "softmax"):
         raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
                          f"{activation}; drop the activation (fit_pue applies the sigmoid).")
+    check_fresh(net, build_net())
     return net
+
+
+def check_fresh(net: keras.Model, again: object) -> None:
+    """Two calls of ``build_net`` gave models that share no weights (every candidate has its own).
+
+    A ``build_net`` that returns one model it keeps, or builds a new model from
+    layers made once outside it, would have every candidate train the same
+    weights.
+    """
+    if not isinstance(again, keras.Model):
+        raise TypeError(f"`build_net()` must return a keras.Model, got {type(again).__name__} "
+                        "at its second call.")
+    mine = {id(v) for v in net.weights}
+    shared = [v.path for v in again.weights if id(v) in mine]
+    if again is net or shared:
+        what = ("the same model" if again is net else
+                f"models that share weights ({', '.join(shared[:3])}"
+                f"{', ...' if len(shared) > 3 else ''})")
+        raise ValueError(f"`build_net()` returned {what} at two calls; it must build a fresh "
+                         "model, with new layers, at each call (fit_pue trains one net per "
+                         "candidate). Create the layers inside `build_net`.")
 
 
 def _fits(row: tuple, ref: tuple) -> bool:
@@ -73,11 +96,45 @@ def check_inputs(net: keras.Model, pu: Rows) -> None:
         return  # Keras matches these by name or position; it says what is wrong
     else:
         pairs = [("x_pu", rows, tuple(structure.shape[1:]))]
+    inputs = structure if isinstance(structure, dict) else {"x_pu": structure}
     for key, row, ref in pairs:
+        values = pu.x[key] if isinstance(pu.x, dict) else pu.x
+        text = inputs[key].dtype == "string"
+        if text != (np.asarray(values).dtype.kind in "SUO"):
+            what = "`x_pu` and `x_e` hold" if key == "x_pu" else f"feature {key!r} holds"
+            raise TypeError(f"{what} {np.asarray(values).dtype} values, but `build_net()`'s "
+                            f"model takes {inputs[key].dtype} there.")
         if not _fits(row, ref):
             what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
             raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
                              f"whose input takes rows of shape {ref}.")
+
+
+#: Median |logit| of a fresh net on the PU rows above which the features look unscaled.
+SATURATED = 10.0
+
+
+def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000) -> str | None:
+    """What to do when a fresh net's logits on ``pu`` are saturated (features far from standardised).
+
+    A freshly initialised net on standardised features gives logits of order
+    1; a median ``|z|`` over :data:`SATURATED` (``σ(z)`` within ``5e-5`` of 0
+    or 1) means that the features are large for the net, which then trains
+    poorly or diverges. Returns the sentence to warn with, or None.
+    """
+    take = np.linspace(0, len(pu) - 1, min(rows, len(pu))).astype(np.int64)
+    x = pu.take(take).x
+    try:
+        z = np.abs(np.asarray(keras.ops.convert_to_numpy(net(x, training=False)), np.float64))
+    except Exception:  # noqa: BLE001 - a net the checks let through but cannot call here
+        return None  # its own error comes, clearer, from the first training step
+    median = float(np.median(z)) if z.size else 0.0
+    if not np.isfinite(median) or median > SATURATED:
+        return (f"`build_net()`'s fresh model gives logits of median |z| = {median:.3g} on "
+                f"`x_pu` (sigmoid saturated): the features look far from standardised. "
+                "Scale them, or start the model with a keras.layers.Normalization adapted "
+                "on `x_pu`.")
+    return None
 
 
 def check_same_features(pu: Rows, e: Rows) -> None:

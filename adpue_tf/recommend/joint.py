@@ -88,13 +88,19 @@ class _Joint:
         y_true = tf.cast(y_true, tf.float32)
         y_pred = tf.cast(y_pred, tf.float32)
         total = 0.0
+        # The rows of a fold are masked once for all its nets, so that the nets of
+        # one fold read the same label tensor (checked once: risks._batch).
+        rows: dict[tuple[int, bool], tuple[Any, Any]] = {}
         for j, (fold, name) in enumerate(self.jobs):
-            keep = tf.not_equal(y_true[:, -1], float(fold))
-            y = y_true[:, :3]
-            if name in LATER:
-                y = tf.concat([y, y_true[:, 3 + fold:4 + fold]], axis=1)
-            total += _risk(name, tf.boolean_mask(y, keep),
-                           tf.boolean_mask(y_pred[:, j:j + 1], keep))
+            later = name in LATER
+            if (fold, later) not in rows:
+                keep = tf.not_equal(y_true[:, -1], float(fold))
+                y = y_true[:, :3]
+                if later:
+                    y = tf.concat([y, y_true[:, 3 + fold:4 + fold]], axis=1)
+                rows[fold, later] = (tf.boolean_mask(y, keep), keep)
+            y, keep = rows[fold, later]
+            total += _risk(name, y, tf.boolean_mask(y_pred[:, j:j + 1], keep))
         return total
 
 

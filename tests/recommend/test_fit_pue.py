@@ -8,8 +8,9 @@ import pytest
 import tensorflow as tf
 
 import adpue_tf as adp
-from adpue_tf.data.rows import split_indices
+from adpue_tf.data.rows import Rows, split_indices
 from adpue_tf.recommend import CANDIDATES, ProbabilityMean, RatioLogit
+from adpue_tf.recommend.inputs import SATURATED
 
 from serialization import assert_round_trip
 
@@ -158,6 +159,10 @@ def test_verbose_zero_is_silent_and_lines_off_a_terminal(data, capsys):
     assert "\r" not in err and "fit_pue: 1/" in err
 
 
+#: A model that a bad build_net returns at every call; a layer another one reuses.
+_SAME = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+_LAYER = keras.layers.Dense(1)
+
 BAD = [
     (dict(build_net=keras.Sequential()), TypeError, "`build_net` must be a function"),
     (dict(build_net=lambda: 3), TypeError, r"`build_net\(\)` must return a keras.Model"),
@@ -166,6 +171,13 @@ BAD = [
      ValueError, "must output a logit.*sigmoid"),
     (dict(build_net=lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])),
      ValueError, "one output of shape"),
+    (dict(build_net=lambda: _SAME), ValueError, "returned the same model at two calls"),
+    (dict(build_net=lambda: keras.Sequential([keras.Input((2,)), _LAYER])), ValueError,
+     "returned models that share weights \\(.*kernel.*\\) at two calls"),
+    (dict(build_net=lambda: keras.Sequential([keras.Input((2,), dtype="string"),
+                                              keras.layers.Dense(1)])),
+     TypeError, "`x_pu` and `x_e` hold float32 values, but `build_net\\(\\)`'s model takes "
+     "string there"),
     (dict(w=np.zeros(500)), ValueError, "`w` has 0 observed positive"),
     (dict(e=np.ones(500)), ValueError, "`e` holds only the value 1"),
     (dict(x_e=np.zeros((500, 3))), ValueError, "same features"),
@@ -220,9 +232,32 @@ def test_a_net_that_diverges_is_recorded_and_every_candidate_failing_is_an_error
         return keras.Sequential([keras.Input((2,)), keras.layers.Dense(
             1, kernel_initializer=keras.initializers.Constant(1e6))])
 
-    with pytest.raises(ValueError, match="Every candidate diverged: .*diverged in epoch 1"):
+    with pytest.raises(ValueError, match="Every candidate diverged: .*diverged in epoch 1.*"
+                                         "Lower `learning_rate`. .* far from standardised"), \
+            pytest.warns(UserWarning, match="far from standardised"):
         adp.fit_pue(exploding, data.x_pu, data.w_pu, data.x_e, data.e_e,
                     candidates=["bce_w", "brier"], **FAST)
+
+
+def test_unscaled_features_are_warned_about_and_scaled_ones_are_not(data):
+    from adpue_tf.recommend.inputs import scale_hint
+
+    with pytest.warns(UserWarning, match=r"logits of median \|z\| = .* the features look far "
+                                         "from standardised"):
+        adp.fit_pue(linear(), data.x_pu + 1e3, data.w_pu, data.x_e + 1e3, data.e_e,
+                    candidates=["bce_w"], **FAST)
+    net = linear()()
+    assert scale_hint(net, Rows(data.x_pu, data.w_pu)) is None
+    big = Rows(data.x_pu * 1e4, data.w_pu)
+    z = np.abs(net(data.x_pu * 1e4).numpy())
+    assert np.median(z) > SATURATED and "Normalization" in scale_hint(net, big)
+
+
+def test_a_batched_dataset_is_refused_before_it_is_read(data):
+    ds = tf.data.Dataset.from_tensor_slices((data.x_pu, data.w_pu)).batch(32)
+    with pytest.raises(ValueError, match="`x_pu` must be a Dataset of unbatched rows, but its w "
+                                         "has shape \\(None,\\) \\(batches\\?\\)"):
+        adp.fit_pue(linear(), ds, None, data.x_e, data.e_e, **FAST)
 
 
 def test_a_dataset_with_labels_given_twice_is_refused(data):
@@ -300,10 +335,11 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
 
 
 @pytest.mark.parametrize("candidate, built", [
-    # check + θ̂ and the likelihood net to choose + the likelihood net again: θ̂ is shared
-    ("likelihood", 4),
+    # check (two calls: fresh models?) + θ̂ and the likelihood net to choose + the
+    # likelihood net again: θ̂ is shared
+    ("likelihood", 5),
     # Ratio predicts with q̂ and θ̂: both are retrained on every row
-    ("ratio", 5),
+    ("ratio", 6),
 ])
 def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
         data, candidate, built, monkeypatch):
