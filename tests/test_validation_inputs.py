@@ -100,3 +100,19 @@ def test_pue_validation_data_with_dicts_matches_arrays(s):
     np.testing.assert_allclose(xd["x"].numpy(), xa.numpy())
     np.testing.assert_allclose(yd.numpy(), ya.numpy(), rtol=1e-5)
     assert ref is not None  # the default reference is fitted inside, on the same rows
+
+
+@pytest.mark.parametrize("call", [
+    lambda s, b: exposure.fit_exposure_model(b(s.x_e, s.e_e), None),
+    lambda s, b: exposure.fit_ratio_model(b(s.x_pu, s.w_pu), None, s.x_e, s.e_e),
+    lambda s, b: validation.pue_validation_data(s.x_pu, s.w_pu, b(s.x_e, s.e_e), None),
+    lambda s, b: adp.validation_score(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]),
+                                      b(s.x_pu, s.w_pu), None, s.x_e, s.e_e, from_logits=True),
+], ids=["fit_exposure_model", "fit_ratio_model", "pue_validation_data", "validation_score"])
+def test_a_batched_dataset_is_refused_by_name(s, call):
+    def batched(x, y):
+        return as_rows(x, y).batch(32)
+
+    with pytest.raises(ValueError, match=r"`x_(pu|e)` must be a Dataset of unbatched rows, but "
+                                         r"its (w|e) has shape \(None,\)"):
+        call(s, batched)
