@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     linear.add_argument("--positive", type=float, default=None, metavar="LABEL",
                         help="the label of --file that is positive, other labels "
                              "negative; None: +1 (or 1)")
+    linear.add_argument("--n-test", type=int, default=300,
+                        help="held-out test rows per trial (the paper's 300)")
     linear.add_argument("--l2s", type=_floats, default="0.01,0.03,0.1,0.3",
                         help="ADPUE's selection grid of L2 strengths")
     linear.add_argument("--rounds", type=int, default=5,
@@ -236,7 +238,7 @@ def _bench(args: argparse.Namespace) -> int:
                                 recommended_folds=args.recommended_folds,
                                 recommended_candidates=args.recommended_candidates,
                                 recommended_l2=args.recommended_l2,
-                                **common)
+                                n_test=args.n_test, **common)
         path = bench.run_linear(cfg, args.out, strict=strict, progress=stream,
                                 command=args.command_line, jobs=args.jobs)
     else:

@@ -721,6 +721,16 @@ def _h_cli(*argv):
     return call
 
 
+def _h_cli_rows(rows, *argv):
+    """``bench linear --file`` on a ``rows``-row LIBSVM file (two features, both labels)."""
+    def call(tmp):
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / "d.svm").write_text("".join(f"{1 if i % 3 == 0 else -1} 1:{i % 7} 2:{i % 5}\n"
+                                           for i in range(rows)))
+        return _h_cli("--file", str(tmp / "d.svm"), *argv)(tmp)
+    return call
+
+
 BENCH_RECIPE_CASES = [
     ("load_file missing", lambda t: _h_bench.load_file(t / "nope.svm"),
      (FileNotFoundError, "`--file` .*nope.svm': no such file")),
@@ -757,6 +767,12 @@ BENCH_RECIPE_CASES = [
     ("cli --exposure-rate 1.5", _h_cli("--datasets", "australian", "--exposure-rate",
                                        "0.5,1.5"),
      (ValueError, r"`exposure_rate` must be a number in \(0, 1\), got 1.5")),
+    ("cli --file fewer rows than the test rows", _h_cli_rows(40),
+     (ValueError, r"d.svm' has 40 rows; each trial holds out `n_test`=300 test rows "
+                  r"\(`--n-test`\) .* give `--n-test` at most 20 or a larger file")),
+    ("cli --file of 15 rows", _h_cli_rows(15, "--n-test", "5"),
+     (ValueError, "has 15 rows; .* give a file of more than 20 rows")),
+    ("cli --n-test 0", _h_cli_rows(400, "--n-test", "0"), (ValueError, "`n_test`")),
     ("cli --exposure-rate ''", _h_cli("--datasets", "australian", "--exposure-rate", ","),
      (ValueError, "`--exposure-rate` is empty")),
 ]

@@ -200,7 +200,7 @@ def test_exposure_features_stand_in_for_small_or_unscaled_data():
 def _fake_setting(calls):
     def run_setting(x, y, prior, cfg, alpha, report, *, features=None, details=None):
         calls.append((cfg.exposure_rate, alpha, x.shape, None if features is None
-                      else features.shape))
+                      else features.shape, cfg.n_test))
         details["ADPUE"] = {"l2": [0.1, 0.3], "rounds": [2, 0], "criterion": "x"}
         if cfg.recommended:
             details["Recommended"] = {"choice": ["ratio", "brier"], "score": [-0.1, -0.2],
@@ -221,9 +221,10 @@ def test_file_runs_keyed_by_stem_with_the_json_schema(tmp_path, monkeypatch):
 
     assert cli.main(["bench", "linear", "--file", str(tmp_path / "mydata.txt"), "--positive",
                      "2", "--trials", "2", "--alphas", "0.3,0.5", "--exposure-rate", "0.5,0.7",
-                     "--out", str(out), "--quiet"]) == 0
+                     "--n-test", "20", "--out", str(out), "--quiet"]) == 0
     assert [c[:2] for c in calls] == [(0.5, 0.3), (0.5, 0.5), (0.7, 0.3), (0.7, 0.5)]
-    assert calls[0][2:] == ((60, 6), (60, 13))  # 6 features: the projection stand-in
+    # 6 features: the projection stand-in; 20 of the 60 rows held out for testing
+    assert calls[0][2:] == ((60, 6), (60, 13), 20)
     saved = json.loads((out / "linear.json").read_text())
     assert saved["exposure_rates"] == [0.5, 0.7]
     assert saved["config"]["files"] == ["<local>/mydata.txt"]  # results hold no local paths

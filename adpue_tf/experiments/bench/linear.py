@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from adpue_tf._internal.checks import check_int
 from adpue_tf.experiments import (
     datasets,
     mechanisms,
@@ -88,6 +89,7 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         The path of ``linear.md``.
     """
     check_jobs(jobs)  # before anything is written
+    check_int("n_test", cfg.n_test, 1)
     if cfg.datasets or not cfg.files:
         _check_names(cfg.datasets, LINEAR_DATASETS)
     rates = tuple(cfg.exposure_rates or (cfg.exposure_rate,))
@@ -107,11 +109,15 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     # The files are read (and refused: malformed, too large) before the output
     # directory is created, so a refused run writes nothing.
     from_files = {stem: (load_file(f, positive=cfg.positive), "") for stem, f in files.items()}
+    for stem, (d, _) in from_files.items():
+        _check_rows(f"`--file` {str(files[stem])!r}", len(d.y), cfg.n_test)
     out = prepare_out(out_dir)
     loaded: dict[str, tuple[datasets.Dataset | None, str]] = {}
     for name in cfg.datasets:
         loaded[name] = _load(name, strict=strict, data_dir=cfg.data_dir,
                              n_rows=datasets.paper_rows(name), seed=cfg.seed)
+        if loaded[name][0] is not None:
+            _check_rows(f"data set {name!r}", len(loaded[name][0].y), cfg.n_test)
     loaded.update(from_files)
     features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
                 if d is not None}
@@ -177,6 +183,20 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     run_settings(tasks, jobs, finished)
     bar.close()
     return path
+
+
+#: Rows a trial needs besides its test rows: its PU and exposure (or SSE) parts.
+MIN_TRAIN_ROWS = 20
+
+
+def _check_rows(source: str, n: int, n_test: int) -> None:
+    """Refuse a data set too small for ``n_test`` test rows plus :data:`MIN_TRAIN_ROWS`."""
+    if n - n_test < MIN_TRAIN_ROWS:
+        fix = (f"give `--n-test` at most {n - MIN_TRAIN_ROWS} or a larger file"
+               if n > MIN_TRAIN_ROWS else f"give a file of more than {MIN_TRAIN_ROWS} rows")
+        raise ValueError(f"{source} has {n} rows; each trial holds out `n_test`={n_test} test "
+                         f"rows (`--n-test`) and needs at least {MIN_TRAIN_ROWS} more for its "
+                         f"PU and exposure rows: {fix}.")
 
 
 def _skipped(method: str, ds: datasets.Dataset) -> str | None:
