@@ -116,8 +116,9 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     for name in cfg.datasets:
         loaded[name] = _load(name, strict=strict, data_dir=cfg.data_dir,
                              n_rows=datasets.paper_rows(name), seed=cfg.seed)
-        if loaded[name][0] is not None:
-            _check_rows(f"data set {name!r}", len(loaded[name][0].y), cfg.n_test)
+        found = loaded[name][0]
+        if found is not None:
+            _check_rows(f"data set {name!r}", len(found.y), cfg.n_test)
     loaded.update(from_files)
     features = {n: _exposure_features(d.x, cfg.seed) for n, (d, _) in loaded.items()
                 if d is not None}
