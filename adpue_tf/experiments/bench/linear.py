@@ -11,7 +11,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from adpue_tf._internal.checks import check_int
 from adpue_tf.experiments import (
     datasets,
     mechanisms,
@@ -89,7 +88,8 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         The path of ``linear.md``.
     """
     check_jobs(jobs)  # before anything is written
-    check_int("n_test", cfg.n_test, 1)
+    if isinstance(cfg.n_test, bool) or not isinstance(cfg.n_test, int) or cfg.n_test < 1:
+        raise ValueError(f"`n_test` must be an int >= 1, got {cfg.n_test!r}.")
     if cfg.datasets or not cfg.files:
         _check_names(cfg.datasets, LINEAR_DATASETS)
     rates = tuple(cfg.exposure_rates or (cfg.exposure_rate,))
