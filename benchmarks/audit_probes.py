@@ -266,9 +266,10 @@ def _fit_sigmoid_as_logits() -> Any:
 
 def all_probes() -> list[Probe]:
     """Every probe of the audit, in a fixed order."""
-    from benchmarks import audit_probes_fit, audit_probes_io
+    from benchmarks import audit_probes_fit, audit_probes_io, audit_probes_losses
 
     return (labels_probes() + builder_probes() + loss_probes()
+            + audit_probes_losses.exposure_loss_probes()
             + audit_probes_io.io_probes() + audit_probes_io.model_probes()
             + audit_probes_fit.fit_pue_probes())
 
