@@ -229,6 +229,18 @@ def score_exposure_probes() -> list[Probe]:
         Probe("validation_score: two units", lambda t: score(_dense(units=2, dim=2)),
               "(output unit|`model`)"),
         Probe("validation_score: correct", lambda t: score(), check=lambda v: np.isfinite(v)),
+        Probe("exposure_brier_score: NaN p_pu", lambda t: adp().validation.exposure_brier_score(
+            [1, 0], [np.nan, 0.5], [1, 0], [0.5, 0.5]), "`p_pu`.*NaN"),
+        Probe("exposure_brier_score: p_e 1.5", lambda t: adp().validation.exposure_brier_score(
+            [1, 0], [0.5, 0.5], [1, 0], [0.5, 1.5]), r"`p_e`.*\[0, 1\]"),
+        Probe("exposure_brier_score: lengths", lambda t: adp().validation.exposure_brier_score(
+            [1, 0], [0.5], [1, 0], [0.5, 0.5]), "`p_pu` must be a vector of 2"),
+        Probe("exposure_brier_score: correct", lambda t: adp().validation.exposure_brier_score(
+            [1, 0], [0.5, 0.5], [1, 0], [0.5, 0.5]), check=lambda v: abs(v + 0.375) < 1e-12),
+        Probe("exposure_nll: theta 1.5", lambda t: adp().validation.exposure_nll(
+            [1, 0], [0.0, 0.0], [0.5, 1.5]), "`theta`"),
+        Probe("exposure_nll: w 2", lambda t: adp().validation.exposure_nll(
+            [2, 0], [0.0, 0.0], [0.5, 0.5]), "`w`"),
         Probe("fit_ratio_model: a logit exposure_model", lambda t: adp().exposure.fit_ratio_model(
             _data().x_pu, _data().w_pu, _data().x_e, _data().e_e, exposure_model=_dense(dim=2)),
               "`exposure_model`"),

@@ -80,6 +80,40 @@ def test_exposure_nll_matches_numpy_eager_and_graph():
     assert round(float(eager[0]), 3) == round(60.0 - np.log(theta[0]), 3)
 
 
+def test_exposure_brier_score_by_hand():
+    w, p_pu = np.array([1.0, 0.0, 1.0]), np.array([0.5, 0.9, 0.2])
+    e, p_e = np.array([1.0, 0.0]), np.array([0.4, 0.7])
+    expected = (0.4 ** 2 * 1 + 0) / 2 - 2 * (0.5 + 0.2) / 3
+    assert validation.exposure_brier_score(w, p_pu, e, p_e) == pytest.approx(expected, abs=1e-12)
+    assert validation.exposure_brier_score(w, p_pu[:, None], e, p_e) == pytest.approx(expected)
+
+
+W3, P3, E2, P2 = [1.0, 0.0, 1.0], [0.5, 0.9, 0.2], [1.0, 0.0], [0.4, 0.7]
+BAD_SCORES = [
+    (lambda: validation.exposure_brier_score(W3, [0.5, np.nan, 0.2], E2, P2),
+     "`p_pu` contains 1 NaN"),
+    (lambda: validation.exposure_brier_score(W3, P3, E2, [0.4, 1.7]),
+     r"`p_e` must hold probabilities in \[0, 1\], got values in \[0.4, 1.7\]"),
+    (lambda: validation.exposure_brier_score(W3, P3[:2], E2, P2),
+     r"`p_pu` must be a vector of 3 values \(one per row\), got shape \(2,\)"),
+    (lambda: validation.exposure_brier_score([2.0, 0.0, 1.0], P3, E2, P2),
+     "`w` must hold only 0 and 1"),
+    (lambda: validation.exposure_brier_score(W3, P3, [], []), "need at least one row each"),
+    (lambda: validation.exposure_nll(W3, [0.0, 0.0, 0.0], [0.5, 1.5, 0.5]),
+     r"`theta` must hold probabilities in \[0, 1\]"),
+    (lambda: validation.exposure_nll(W3, [0.0, 0.0], [0.5, 0.5, 0.5]),
+     "`z` has 2 values but `w` has 3"),
+    (lambda: validation.exposure_nll([1.0, 0.5, 0.0], [0.0] * 3, [0.5] * 3),
+     "`w` must hold only 0 and 1"),
+]
+
+
+@pytest.mark.parametrize("call, match", BAD_SCORES, ids=[m for _, m in BAD_SCORES])
+def test_the_scores_refuse_bad_input_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
 def test_fit_logistic_matches_scipy():
     scipy_opt = pytest.importorskip("scipy.optimize")
     rng = np.random.default_rng(1)

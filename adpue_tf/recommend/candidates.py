@@ -53,7 +53,7 @@ from adpue_tf.recommend.train import (
     pu_batches,
     steps_per_epoch,
 )
-from adpue_tf.validation import exposure_brier_score
+from adpue_tf.validation.scores import brier_unchecked
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
            "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage"]
@@ -221,7 +221,7 @@ class Stage:
     def _brier(self, name: str) -> float:
         pu, e = self._require_held_out()
         z_pu, z_e = self.held(name)
-        return exposure_brier_score(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
+        return brier_unchecked(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
 
     def _fit(self, name: str, model: keras.Model, net: keras.Model, loss: Any, data: Any,
              rows: int, monitor: Callable[[keras.Model], float] | None = None,
@@ -267,7 +267,7 @@ class Stage:
 
     def _brier_of(self) -> Callable[[keras.Model], float]:
         pu, e = self._require_held_out()
-        return lambda m: exposure_brier_score(pu.y, _sigmoid(logits(m, pu.x)), e.y,
+        return lambda m: brier_unchecked(pu.y, _sigmoid(logits(m, pu.x)), e.y,
                                               _sigmoid(logits(m, e.x)))
 
     def _pue_data(self, name: str, rows: int) -> Any:

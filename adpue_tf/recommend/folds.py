@@ -23,7 +23,7 @@ from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.compose import ProbabilityMean, compose
-from adpue_tf.validation import exposure_brier_score, exposure_nll
+from adpue_tf.validation.scores import brier_unchecked, nll_unchecked
 
 __all__ = ["Pooled", "assign_folds", "fold_average", "split_folds"]
 
@@ -68,7 +68,7 @@ class Pooled:
     def brier(self, name: str) -> float:
         """The exposure Brier score of ``name`` over every held-out row."""
         z_pu, z_e = self.logits(name)
-        return exposure_brier_score(self.w, sigmoid(z_pu), self.e, sigmoid(z_e))
+        return brier_unchecked(self.w, sigmoid(z_pu), self.e, sigmoid(z_e))
 
     def paired_se(self, name: str, other: str) -> float:
         """Standard error of the Brier score of ``name`` minus that of ``other``.
@@ -85,7 +85,7 @@ class Pooled:
         """Per held-out PU row: NLL of ``W`` under ``σ(z)·θ̂`` (cached)."""
         if name not in self._nll:
             theta = sigmoid(self.logits("theta")[0])
-            self._nll[name] = np.asarray(exposure_nll(self.w, self.logits(name)[0], theta))
+            self._nll[name] = np.asarray(nll_unchecked(self.w, self.logits(name)[0], theta))
         return self._nll[name]
 
     def exposure_nll(self, name: str) -> float:

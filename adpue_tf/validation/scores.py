@@ -17,6 +17,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels, risks
@@ -44,16 +45,33 @@ def exposure_nll(w: Any, z: Any, theta: Any) -> Any:
 
     Args:
         w: observed positives ``W`` in {0, 1}, shape ``(n,)``.
-        z: the model's logits, shape ``(n,)``.
+        z: the model's logits, shape ``(n,)`` (NaN logits give NaN rows).
         theta: ``θ̂(e=1|x)`` in ``[0, 1]`` (clipped to ``[1e-7, 1 - 1e-7]``), ``(n,)``.
 
     Returns:
         float32 ``(n,)``: ``-(W·log(σ(z)θ) + (1-W)·log(1 - σ(z)θ))``.
 
+    Raises:
+        ValueError: ``w`` not 0/1, ``theta`` outside ``[0, 1]`` or not finite,
+            or the three of different lengths (checked when the values are
+            concrete; inside a traced function they are computed as given).
+
     Example:
         >>> [round(float(v), 4) for v in exposure_nll([1.0, 0.0], [0.0, 0.0], [0.5, 0.5])]
         [1.3863, 0.2877]
     """
+    if any(tf.is_symbolic_tensor(v) for v in (w, z, theta)):
+        return nll_unchecked(w, z, theta)  # traced: values unknown until it runs
+    w = labels.check_binary("w", w)
+    theta = _unit_interval("theta", theta, len(w))
+    n = int(np.size(z))
+    if n != len(w):
+        raise ValueError(f"`z` has {n} values but `w` has {len(w)}.")
+    return nll_unchecked(w, z, theta)
+
+
+def nll_unchecked(w: Any, z: Any, theta: Any) -> Any:
+    """:func:`exposure_nll` without the checks (fit_pue's scoring: its own rows, NaN kept)."""
     w = ops.cast(ops.convert_to_tensor(w), "float32")
     z = ops.cast(ops.convert_to_tensor(z), "float32")
     log_s, log_not_s = log_probs(z, theta)
@@ -69,12 +87,39 @@ def exposure_brier_score(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
     wherever ``θ > 0``, with no estimate of ``θ`` (see
     :func:`adpue_tf.risks.exposure_brier`).
 
+    Raises:
+        ValueError: ``w`` or ``e`` not 0/1 or empty; ``p_pu``/``p_e`` not finite,
+            outside ``[0, 1]``, or not one value per row of ``w``/``e``.
+
     Example:
         >>> exposure_brier_score([1.0, 0.0], [0.5, 0.5], [1.0, 0.0], [0.5, 0.5])
         -0.375
     """
+    w, e = labels.check_binary("w", w), labels.check_binary("e", e)
+    if not len(w) or not len(e):
+        raise ValueError(f"`w` and `e` need at least one row each, got {len(w)} and {len(e)}.")
+    return brier_unchecked(w, _unit_interval("p_pu", p_pu, len(w)), e,
+                           _unit_interval("p_e", p_e, len(e)))
+
+
+def brier_unchecked(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
+    """:func:`exposure_brier_score` without the checks (fit_pue's scoring: NaN kept)."""
     w, p_pu, e, p_e = (np.asarray(v, np.float64) for v in (w, p_pu, e, p_e))
     return float(np.mean(e * p_e ** 2) - 2.0 * np.mean(w * p_pu))
+
+
+def _unit_interval(name: str, value: Any, n: int) -> np.ndarray:
+    """``value`` as a float64 vector of ``n`` finite values in ``[0, 1]``, else a ValueError."""
+    arr = labels.check_finite(name, value)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or len(arr) != n:
+        raise ValueError(f"`{name}` must be a vector of {n} values (one per row), got shape "
+                         f"{arr.shape}.")
+    if n and (arr.min() < -_RANGE_SLACK or arr.max() > 1.0 + _RANGE_SLACK):
+        raise ValueError(f"`{name}` must hold probabilities in [0, 1], got values in "
+                         f"[{arr.min():.4g}, {arr.max():.4g}].")
+    return arr
 
 
 # -- argument checks -------------------------------------------------------------------
@@ -281,13 +326,13 @@ def validation_score(
         theta_model = exposure_model if exposure_model is not None \
             else fit_exposure_model(x_e, e)
         theta = _probabilities("exposure_model", theta_model, x_pu, batch_size)
-        nll = ops.convert_to_numpy(exposure_nll(w, z_pu, theta))
+        nll = ops.convert_to_numpy(nll_unchecked(w, z_pu, theta))
         return float(np.mean(nll.astype(np.float64)))
 
     if criterion == "exposure_brier":
         z_e = to_logits(_outputs("model", model, x_e, batch_size), from_logits)
-        return exposure_brier_score(w, ops.convert_to_numpy(ops.sigmoid(z_pu)), e,
-                                    ops.convert_to_numpy(ops.sigmoid(z_e)))
+        return brier_unchecked(w, ops.convert_to_numpy(ops.sigmoid(z_pu)), e,
+                      ops.convert_to_numpy(ops.sigmoid(z_e)))
     if reference is None:
         reference = fit_ratio_model(x_pu, w, x_e, e,
                                     exposure_model=_ratio_exposure(exposure_model))
