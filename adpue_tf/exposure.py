@@ -24,7 +24,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from adpue_tf._internal.checks import check_bool
+from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.convention import check_probability_model
 from adpue_tf._internal.guards import probability_to_logit
 from adpue_tf._internal.numeric import sigmoid
@@ -89,8 +89,9 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 1e-4, max_iter: int = 100,
         ``(weights (d,), bias)``.
 
     Raises:
-        ValueError: on non-finite or non-binary input, or if ``y`` holds a
-            single value (there is nothing to fit).
+        ValueError: on non-finite or non-binary input, if ``y`` holds a
+            single value (there is nothing to fit), or on ``max_iter`` < 1 or a
+            negative ``l2``/``tol``.
 
     Example:
         >>> x = np.array([[0.0], [1.0], [2.0], [3.0]])
@@ -102,6 +103,8 @@ def fit_logistic(x: Any, y: Any, *, l2: float = 1e-4, max_iter: int = 100,
     x = x.reshape(len(x), -1)
     y = _labels("y", y, len(x), "x")
     l2 = _check_nonneg("l2", l2)
+    max_iter = check_int("max_iter", max_iter, 1)
+    tol = _check_nonneg("tol", tol)
     if y.min() == y.max():
         raise ValueError(f"The labels hold only the value {int(y[0])}; a classifier "
                          "needs both 0 and 1.")

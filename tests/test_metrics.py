@@ -433,3 +433,9 @@ def test_risk_metric_bad_input():
         metrics.RiskMetric(keras.losses.BinaryCrossentropy(), part="risk")
     with pytest.raises(TypeError, match="loss"):
         metrics.risk_metrics("adpue")
+
+
+@pytest.mark.parametrize("make", [metrics.observed_auc, metrics.exposed_accuracy])
+def test_from_logits_must_be_a_bool(make):
+    with pytest.raises(TypeError, match="`from_logits` must be a bool, got 'no'"):
+        make(from_logits="no")

@@ -114,6 +114,15 @@ def test_the_scores_refuse_bad_input_by_name(call, match):
         call()
 
 
+@pytest.mark.parametrize("kw, match", [(dict(max_iter=0), "`max_iter` must be at least 1"),
+                                       (dict(tol=-1.0), "`tol` must be >= 0")])
+def test_fit_logistic_refuses_bad_options(kw, match):
+    from adpue_tf.exposure import fit_logistic
+
+    with pytest.raises(ValueError, match=match):
+        fit_logistic(np.eye(4), [0, 1, 0, 1], **kw)
+
+
 def test_fit_logistic_matches_scipy():
     scipy_opt = pytest.importorskip("scipy.optimize")
     rng = np.random.default_rng(1)

@@ -194,6 +194,7 @@ def observed_auc(from_logits: bool = False, *, name: str = "observed_auc") -> So
         >>> float(m.result())
         1.0
     """
+    check_bool("from_logits", from_logits)
     return SourceMetric(keras.metrics.AUC(from_logits=from_logits), sources=[Source.PU],
                         label="w", name=name)
 
@@ -222,6 +223,7 @@ def exposed_accuracy(from_logits: bool = False, *,
         >>> float(m.result())
         0.5
     """
+    check_bool("from_logits", from_logits)
     acc = keras.metrics.BinaryAccuracy(threshold=0.0 if from_logits else 0.5)
     return SourceMetric(acc, sources=[Source.SSE], label="w", exposed_only=True, name=name)
 

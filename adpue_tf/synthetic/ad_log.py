@@ -362,15 +362,25 @@ def read_ad_log_meta(log_dir: str | os.PathLike) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: naming the directory when it holds no ``meta.json``.
-        ValueError: when the file is not an ad log of this format.
+        ValueError: when the file is not valid JSON, not an ad log of this
+            format, or lists no files.
     """
     path = Path(log_dir) / "meta.json"
     if not path.is_file():
         raise FileNotFoundError(f"No ad log at {str(log_dir)!r}: {path} does not exist "
                                 "(write one with `adpue-tf simulate-logs`).")
-    meta = json.loads(path.read_text())
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is not an ad log of format {FORMAT!r} "
-                         f"(format: {meta.get('format')!r}).")
-    meta["files"] = {k: [str(Path(log_dir) / f) for f in v] for k, v in meta["files"].items()}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); write the log again with "
+                         "`adpue-tf simulate-logs`.") from None
+    found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+    if found != FORMAT:
+        raise ValueError(f"{path} is not an ad log of format {FORMAT!r} (format: {found!r}).")
+    files = meta.get("files")
+    if not isinstance(files, dict) or not all(
+            isinstance(v, list) and all(isinstance(f, str) for f in v) for v in files.values()):
+        raise ValueError(f"{path} lists no files (its `files` must map each part to a list of "
+                         "file names); write the log again with `adpue-tf simulate-logs`.")
+    meta["files"] = {k: [str(Path(log_dir) / f) for f in v] for k, v in files.items()}
     return meta

@@ -179,6 +179,17 @@ def test_meta_errors(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"format": "other"}))
     with pytest.raises(ValueError, match="format"):
         read_ad_log_meta(tmp_path)
+    (tmp_path / "meta.json").write_text("{broken")
+    with pytest.raises(ValueError, match="meta.json is not valid JSON .*simulate-logs"):
+        read_ad_log_meta(tmp_path)
+    (tmp_path / "meta.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not an ad log of format .* \\(format: 'list'\\)"):
+        read_ad_log_meta(tmp_path)
+    from adpue_tf.synthetic.ad_log import FORMAT
+
+    (tmp_path / "meta.json").write_text(json.dumps({"format": FORMAT, "files": {"pu": 3}}))
+    with pytest.raises(ValueError, match="lists no files"):
+        read_ad_log_meta(tmp_path)
 
 
 def test_cli_simulate_logs(tmp_path, capsys):
