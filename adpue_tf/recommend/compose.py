@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,10 @@ class RatioLogit(keras.layers.Layer):
     def __init__(self, floor: float = 1e-3, constant: float | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        for arg, value in (("floor", floor), ("constant", constant)):
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, numbers.Real)):
+                raise TypeError(f"`{arg}` must be a number, got {value!r}.")
         if not 0.0 < float(floor) < 1.0:
             raise ValueError(f"`floor` must lie in (0, 1), got {floor!r}.")
         if constant is not None and not 0.0 < float(constant) <= 1.0:

@@ -21,6 +21,7 @@ split, the nets it only trains with (``θ̂``, say) are shared from the choice.
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 import time
@@ -244,6 +245,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     trained = [n for n in names if n != "average" and n not in failed]
     pooled = Pooled(stages)
     scores = {n: pooled.brier(n) for n in trained}
+    _drop_unscored(scores, trained, failed)
     singles = sorted((scores[n], n) for n in trained if n not in NOT_AVERAGED)
     if "average" in names and len(singles) >= 2:
         pair = (singles[0][1], singles[1][1])
@@ -252,6 +254,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         if all(st.try_get("average") is not None for st in stages):
             trained.append("average")
             scores["average"] = pooled.brier("average")
+            _drop_unscored(scores, trained, failed)
     if not trained:
         raise ValueError("Every candidate diverged: " + "; ".join(
             dict.fromkeys(v for n, v in failed.items() if n != "theta"))
@@ -294,6 +297,15 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final, skipped=skipped,
         fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
+
+
+def _drop_unscored(scores: dict[str, float], trained: list[str], failed: dict[str, str]) -> None:
+    """Move the candidates whose pooled held-out score is not finite from ``trained`` to ``failed``."""
+    for name in [n for n, v in scores.items() if not math.isfinite(v)]:
+        failed[name] = (f"{name} has no finite held-out score (its outputs on held-out rows "
+                        "are NaN or infinite)")
+        trained.remove(name)
+        del scores[name]
 
 
 def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:

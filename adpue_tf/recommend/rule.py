@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 from adpue_tf.recommend.candidates import COMPOSITE_PARTS, PREDICTS_WITH_THETA, PREFERRED
@@ -112,6 +114,15 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         if missing and (arg == "gap_se" or given):
             raise ValueError(f"`{arg}` must have a value for every candidate of `scores`; "
                              f"missing: {missing}.")
+    for arg, given in (("scores", scores), ("gap_se", gap_se), ("nll", nll),
+                       ("nll_se", nll_se or {})):
+        bad = {n: v for n, v in given.items() if n in scores and not math.isfinite(v)}
+        if bad:
+            raise ValueError(f"`{arg}` must be finite for every candidate of `scores`; got "
+                             f"{bad} (drop a candidate that has no finite score).")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) \
+            or not 0.0 <= tolerance < math.inf:
+        raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     if prefer is not None and prefer in scores and positives is not None \
             and positives < MIN_POSITIVES:
         return prefer

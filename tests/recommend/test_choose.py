@@ -131,6 +131,26 @@ def test_missing_values_are_refused_by_name():
         choose({}, {}, {}, 2.0)
 
 
+def test_non_finite_values_and_a_negative_tolerance_are_refused_by_name():
+    with pytest.raises(ValueError, match="`scores` must be finite .* \\{'ratio': nan\\}"):
+        choose({**BRIER, "ratio": float("nan")}, SE, NLL, 2.0)
+    with pytest.raises(ValueError, match="`gap_se` must be finite"):
+        choose(BRIER, {**SE, "bce_w": float("inf")}, NLL, 2.0)
+    with pytest.raises(ValueError, match="`tolerance` must be a number >= 0, got -1.0"):
+        choose(BRIER, SE, NLL, -1.0)
+
+
+def test_fit_pue_records_a_candidate_without_a_finite_score_as_failed(monkeypatch):
+    from adpue_tf.recommend import folds
+
+    brier = folds.Pooled.brier
+    monkeypatch.setattr(folds.Pooled, "brier", lambda self, name: float("nan")
+                        if name == "ratio" else brier(self, name))
+    fit, _ = _small_fit(["bce_w", "ratio", "likelihood", "brier"])
+    assert "ratio" not in fit.scores and fit.choice != "ratio"
+    assert "no finite held-out score" in fit.failed["ratio"]
+
+
 def test_a_derived_candidate_is_never_the_reference_of_the_tolerance():
     # Table 1, australian, θ 0.7, α 0.3, trial 5 (rounded): `average` (the two best by
     # these scores) is best; against it the blend is 2.5 SE out, against the best

@@ -360,3 +360,14 @@ def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_res
     assert fit.model is not chosen
     assert not all(np.array_equal(a, b) for a, b in
                    zip(fit.model.get_weights(), chosen.get_weights()))
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    (dict(floor="a"), TypeError, "`floor` must be a number, got 'a'"),
+    (dict(floor=0.0), ValueError, r"`floor` must lie in \(0, 1\)"),
+    (dict(constant=1.5), ValueError, r"`constant` must lie in \(0, 1\]"),
+    (dict(constant=True), TypeError, "`constant` must be a number"),
+])
+def test_ratio_logit_refuses_bad_options_by_name(kw, err, match):
+    with pytest.raises(err, match=match):
+        RatioLogit(**kw)
