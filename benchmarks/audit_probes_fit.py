@@ -112,6 +112,21 @@ def fit_pue_probes() -> list[Probe]:
         Probe("fit_pue: correct, a Dataset of rows", lambda t: _fit(
             x_pu=_rows(s.x_pu, s.w_pu), w=None), check=_finite),
     ]
+    choose = lambda **kw: _adp().recommend.choose(  # noqa: E731
+        **{"scores": {"a": 0.1, "b": 0.2}, "gap_se": {"a": 0.0, "b": 0.01}, "nll": {},
+           "tolerance": 2.0, **kw})
+    probes += [
+        Probe("choose: a NaN score", lambda t: choose(scores={"a": float("nan"), "b": 0.2}),
+              "`scores` must be finite"),
+        Probe("choose: tolerance -1", lambda t: choose(tolerance=-1.0), "`tolerance`"),
+        Probe("choose: a missing standard error", lambda t: choose(gap_se={"a": 0.0}),
+              "`gap_se` must have a value"),
+        Probe("choose: correct", lambda t: choose(), check=lambda c: c == "a"),
+        Probe("RatioLogit: floor 'a'", lambda t: _adp().recommend.RatioLogit(floor="a"),
+              "`floor` must be a number"),
+        Probe("RatioLogit: floor 0", lambda t: _adp().recommend.RatioLogit(floor=0.0),
+              "`floor` must lie in"),
+    ]
     for what, value, words in bad_binary(120):
         if value is not None:
             probes.append(Probe(f"fit_pue: w {what}", lambda t, v=value: _fit(w=v),
