@@ -74,6 +74,12 @@ def fit_pue_probes() -> list[Probe]:
               "share weights"),
         Probe("fit_pue: a string input for numbers", lambda t: _fit(
             lambda: _net(dtype="string")), "`x_pu` and `x_e` hold float32"),
+        Probe("fit_pue: a dict of features for a one-input net", lambda t: _fit(
+            x_pu={"a": s.x_pu[:, :1], "b": s.x_pu[:, 1:]},
+            x_e={"a": s.x_e[:, :1], "b": s.x_e[:, 1:]}), "`x_pu` is a dict of features"),
+        Probe("fit_pue: a net of two listed inputs", lambda t: _fit(lambda: k().Model(
+            [i := k().Input((1,)), j := k().Input((1,))],
+            k().layers.Dense(1)(k().layers.Concatenate()([i, j])))), "a list of 2 inputs"),
         Probe("fit_pue: features of another width", lambda t: _fit(
             x_pu=np.zeros((120, 3)), x_e=np.zeros((120, 3))), r"rows of shape \(3,\)"),
         Probe("fit_pue: x_e of another width", lambda t: _fit(x_e=np.zeros((120, 3))),

@@ -82,6 +82,8 @@ def _fits(row: tuple, ref: tuple) -> bool:
 def check_inputs(net: keras.Model, pu: Rows) -> None:
     """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
     structure = input_structure(net)
+    if isinstance(structure, (list, tuple)) and len(structure) == 1:
+        structure = structure[0]  # keras.Model([x], logit): one input
     rows = layout(pu.x)
     if isinstance(structure, dict):
         if not isinstance(rows, dict):
@@ -92,8 +94,18 @@ def check_inputs(net: keras.Model, pu: Rows) -> None:
             raise ValueError(f"`x_pu` and `x_e` lack the feature(s) {missing} that "
                              f"`build_net()`'s model takes (they have {sorted(rows)}).")
         pairs = [(k, rows[k], tuple(structure[k].shape[1:])) for k in sorted(structure)]
-    elif isinstance(rows, dict) or not hasattr(structure, "shape"):
-        return  # Keras matches these by name or position; it says what is wrong
+    elif isinstance(structure, (list, tuple)):
+        raise ValueError(f"`build_net()`'s model takes a list of {len(structure)} inputs; "
+                         "fit_pue needs a model that takes one array of features or a dict "
+                         "of named inputs (e.g. keras.Model({'a': a, 'b': b}, logit)), and "
+                         "`x_pu`/`x_e` of the same form.")
+    elif isinstance(rows, dict):
+        raise ValueError(f"`build_net()`'s model takes one array of features (rows of shape "
+                         f"{tuple(structure.shape[1:])}), but `x_pu` is a dict of features "
+                         f"{sorted(rows)}; pass one array, or build a model whose inputs are "
+                         "a dict with these keys (keras.Model({'a': a, ...}, logit)).")
+    elif not hasattr(structure, "shape"):
+        return  # Keras says what is wrong
     else:
         pairs = [("x_pu", rows, tuple(structure.shape[1:]))]
     inputs = structure if isinstance(structure, dict) else {"x_pu": structure}

@@ -159,6 +159,11 @@ def test_verbose_zero_is_silent_and_lines_off_a_terminal(data, capsys):
     assert "\r" not in err and "fit_pue: 1/" in err
 
 
+def _two_inputs():
+    a, b = keras.Input((1,)), keras.Input((1,))
+    return keras.Model([a, b], keras.layers.Dense(1)(keras.layers.Concatenate()([a, b])))
+
+
 #: A model that a bad build_net returns at every call; a layer another one reuses.
 _SAME = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
 _LAYER = keras.layers.Dense(1)
@@ -178,6 +183,12 @@ BAD = [
                                               keras.layers.Dense(1)])),
      TypeError, "`x_pu` and `x_e` hold float32 values, but `build_net\\(\\)`'s model takes "
      "string there"),
+    (dict(x_pu={"a": np.zeros((500, 1)), "b": np.zeros((500, 1))},
+          x_e={"a": np.zeros((500, 1)), "b": np.zeros((500, 1))}), ValueError,
+     "model takes one array of features \\(rows of shape \\(2,\\)\\), but `x_pu` is a dict "
+     "of features \\['a', 'b'\\]"),
+    (dict(build_net=lambda: _two_inputs()), ValueError,
+     "model takes a list of 2 inputs; fit_pue needs a model that takes one array"),
     (dict(w=np.zeros(500)), ValueError, "`w` has 0 observed positive"),
     (dict(e=np.ones(500)), ValueError, "`e` holds only the value 1"),
     (dict(x_e=np.zeros((500, 3))), ValueError, "same features"),
