@@ -689,6 +689,7 @@ def test_bad_input_losses_model_callbacks(call, expected, tmp_path):
 from adpue_tf.experiments import bench as _h_bench  # noqa: E402
 from adpue_tf.experiments import linear_recipe as _h_recipe  # noqa: E402
 from adpue_tf.experiments import table1 as _h_table1  # noqa: E402
+from adpue_tf.experiments import table2 as _h_table2  # noqa: E402
 
 
 def _h_file(content, **kw):
@@ -773,6 +774,16 @@ BENCH_RECIPE_CASES = [
     ("cli --file of 15 rows", _h_cli_rows(15, "--n-test", "5"),
      (ValueError, "has 15 rows; .* give a file of more than 20 rows")),
     ("cli --n-test 0", _h_cli_rows(400, "--n-test", "0"), (ValueError, "`n_test`")),
+    ("cli --recommended-folds 0", _h_cli("--datasets", "australian", "--recommended-folds",
+                                         "0"),
+     (ValueError, "`recommended_folds` must be an int >= 1, got 0")),
+    ("cli --recommended-candidates nope", _h_cli("--datasets", "australian",
+                                                 "--recommended-candidates", "blend,nope"),
+     (ValueError, "`recommended_candidates` must be a non-empty list of fit_pue candidates")),
+    ("cli --recommended-lr 0", _h_cli("--datasets", "australian", "--recommended-lr", "0"),
+     (ValueError, "`recommended_learning_rate` must be a finite number > 0")),
+    ("NeuralBenchConfig n_test 0", lambda t: _h_table2.NeuralBenchConfig(n_test=0),
+     (ValueError, "`n_test` must be an int >= 1, got 0")),
     ("cli --exposure-rate ''", _h_cli("--datasets", "australian", "--exposure-rate", ","),
      (ValueError, "`--exposure-rate` is empty")),
 ]

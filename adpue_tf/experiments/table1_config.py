@@ -11,6 +11,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 
 from adpue_tf.experiments import linear_recipe, simulate
 
@@ -114,6 +116,32 @@ class LinearBenchConfig:
         if self.exposure_mechanism not in simulate.MECHANISMS:
             raise ValueError(f"`exposure_mechanism` must be one of {list(simulate.MECHANISMS)}, "
                              f"got {self.exposure_mechanism!r}.")
+        self._check_recommended()
+
+    def _check_recommended(self) -> None:
+        """The test rows and the Recommended column's fit_pue settings, before any work."""
+        for name in ("n_test", "recommended_epochs", "recommended_min_steps",
+                     "recommended_folds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be an int >= 1, got {value!r}.")
+        for name, low in (("recommended_learning_rate", 0.0), ("recommended_l2", 0.0)):
+            value = getattr(self, name)
+            if value is None and name == "recommended_l2":
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not math.isfinite(value) or value < low \
+                    or (name == "recommended_learning_rate" and value == 0):
+                what = "> 0" if name == "recommended_learning_rate" else ">= 0"
+                raise ValueError(f"`{name}` must be a finite number {what}, got {value!r}.")
+        names = self.recommended_candidates
+        if names is not None:
+            from adpue_tf.recommend import CANDIDATES
+
+            unknown = [n for n in names if n not in CANDIDATES]
+            if isinstance(names, str) or not names or unknown:
+                raise ValueError(f"`recommended_candidates` must be a non-empty list of "
+                                 f"fit_pue candidates {list(CANDIDATES)}; got {names!r}.")
 
 
 

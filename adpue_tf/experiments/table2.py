@@ -87,7 +87,7 @@ class NeuralBenchConfig:
                 raise ValueError(f"`ratios` must lie in (0, 1), got {r!r}.")
         if not 0.0 < float(self.val_fraction) <= 0.5:
             raise ValueError(f"`val_fraction` must lie in (0, 0.5], got {self.val_fraction!r}.")
-        for name in ("refresh_every", "theta_epochs"):
+        for name in ("refresh_every", "theta_epochs", "n_test"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"`{name}` must be an int >= 1, got {value!r}.")
