@@ -369,6 +369,19 @@ def cli_probes() -> list[Probe]:
         Probe("bench linear: --exposure-rate 1.5", lambda t: _cli(
             "bench", "linear", "--quiet", "--datasets", "australian", "--exposure-rate", "1.5",
             "--out", str(t / "o")), "`exposure_rate`"),
+        Probe("bench linear: --file smaller than its test rows", lambda t: _cli(
+            "bench", "linear", "--quiet", "--out", str(t / "o"), "--file",
+            str(_svm(t, "".join(f"{(-1) ** i:+d} 1:{i % 5}\n" for i in range(40))))),
+              "has 40 rows; each trial holds out `n_test`=300"),
+        Probe("bench linear: --recommended-folds 0", lambda t: _cli(
+            "bench", "linear", "--quiet", "--datasets", "australian", "--recommended-folds",
+            "0", "--out", str(t / "o")), "`recommended_folds`"),
+        Probe("bench linear: unknown --recommended-candidates", lambda t: _cli(
+            "bench", "linear", "--quiet", "--datasets", "australian",
+            "--recommended-candidates", "nope", "--out", str(t / "o")),
+              "`recommended_candidates`"),
+        Probe("bench neural: --n-test 0", lambda t: _cli(
+            "bench", "neural", "--quiet", "--n-test", "0", "--out", str(t / "o")), "`n_test`"),
         Probe("cli: unknown command", lambda t: _cli("train"), "invalid choice"),
         Probe("cli: simulate-logs without --out", lambda t: _cli("simulate-logs", "--rows", "5"),
               "--out"),
