@@ -71,7 +71,7 @@ def fit_pue_probes() -> list[Probe]:
         Probe("fit_pue: the same model at each call", lambda t: _fit(kept),
               "same model at two calls"),
         Probe("fit_pue: a layer shared between calls", lambda t: _fit(reused),
-              "share weights"),
+              "share trainable weights"),
         Probe("fit_pue: a string input for numbers", lambda t: _fit(
             lambda: _net(dtype="string")), "`x_pu` and `x_e` hold float32"),
         Probe("fit_pue: a dict of features for a one-input net", lambda t: _fit(

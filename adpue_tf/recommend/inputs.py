@@ -45,20 +45,21 @@ def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
 
 
 def check_fresh(net: keras.Model, again: object) -> None:
-    """Two calls of ``build_net`` gave models that share no weights (every candidate has its own).
+    """Two calls of ``build_net`` gave models that share no trainable weight.
 
     A ``build_net`` that returns one model it keeps, or builds a new model from
     layers made once outside it, would have every candidate train the same
-    weights.
+    weights. A frozen part (``trainable=False``, say a pretrained encoder) may
+    be shared: no candidate changes it.
     """
     if not isinstance(again, keras.Model):
         raise TypeError(f"`build_net()` must return a keras.Model, got {type(again).__name__} "
                         "at its second call.")
-    mine = {id(v) for v in net.weights}
-    shared = [v.path for v in again.weights if id(v) in mine]
+    mine = {id(v) for v in net.trainable_weights}
+    shared = [v.path for v in again.trainable_weights if id(v) in mine]
     if again is net or shared:
         what = ("the same model" if again is net else
-                f"models that share weights ({', '.join(shared[:3])}"
+                f"models that share trainable weights ({', '.join(shared[:3])}"
                 f"{', ...' if len(shared) > 3 else ''})")
         raise ValueError(f"`build_net()` returned {what} at two calls; it must build a fresh "
                          "model, with new layers, at each call (fit_pue trains one net per "

@@ -178,7 +178,7 @@ BAD = [
      ValueError, "one output of shape"),
     (dict(build_net=lambda: _SAME), ValueError, "returned the same model at two calls"),
     (dict(build_net=lambda: keras.Sequential([keras.Input((2,)), _LAYER])), ValueError,
-     "returned models that share weights \\(.*kernel.*\\) at two calls"),
+     "returned models that share trainable weights \\(.*kernel.*\\) at two calls"),
     (dict(build_net=lambda: keras.Sequential([keras.Input((2,), dtype="string"),
                                               keras.layers.Dense(1)])),
      TypeError, "`x_pu` and `x_e` hold float32 values, but `build_net\\(\\)`'s model takes "
@@ -262,6 +262,21 @@ def test_unscaled_features_are_warned_about_and_scaled_ones_are_not(data):
     big = Rows(data.x_pu * 1e4, data.w_pu)
     z = np.abs(net(data.x_pu * 1e4).numpy())
     assert np.median(z) > SATURATED and "Normalization" in scale_hint(net, big)
+
+
+def test_a_frozen_part_may_be_shared_between_the_nets(data):
+    frozen = keras.layers.Dense(3, trainable=False)
+
+    def build():
+        x = keras.Input((2,))
+        return keras.Model(x, keras.layers.Dense(1)(frozen(x)))
+
+    build()  # the shared layer's weights exist from here on
+    before = [w.copy() for w in frozen.get_weights()]
+    fit = adp.fit_pue(build, data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      candidates=["bce_w", "brier"], **FAST)
+    assert fit.choice in ("bce_w", "brier")
+    assert all(np.array_equal(a, b) for a, b in zip(before, frozen.get_weights()))
 
 
 def test_a_batched_dataset_is_refused_before_it_is_read(data):
