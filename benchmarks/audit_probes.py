@@ -8,6 +8,7 @@ metric, callback, tuner and command-line probes of ``audit_probes_io``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -201,26 +202,10 @@ def loss_probes() -> list[Probe]:
             return getattr(adp(), name)(**{**options, **kw})
 
         probes += [
-            Probe(f"{name}: from_logits 'yes'", lambda t, m=make: m(from_logits="yes"),
-                  "`from_logits`"),
             Probe(f"{name}: non_negative 1", lambda t, m=make: m(non_negative=1), "non_negative"),
             Probe(f"{name}: beta -1", lambda t, m=make: m(beta=-1.0), "beta"),
             Probe(f"{name}: gamma 0", lambda t, m=make: m(gamma=0.0), "gamma"),
-            Probe(f"{name}: reduction sum", lambda t, m=make: m(reduction="sum"), "reduction"),
-            Probe(f"{name}: unknown option", lambda t, m=make: m(bogus=1), "(bogus|option)"),
-            Probe(f"{name}: string labels", lambda t, m=make: m(from_logits=True)(
-                np.array([["1", "0", "0"]]), np.zeros((1, 1))), "`y_true` must hold numbers"),
-            Probe(f"{name}: labels of 5 columns", lambda t, m=make: m(from_logits=True)(
-                np.zeros((2, 5)), np.zeros((2, 1))), "`y_true` must have shape"),
-            Probe(f"{name}: two output units", lambda t, m=make, n=name: m(from_logits=True)(
-                _labels(n), np.zeros((len(_labels(n)), 2))), "one output unit"),
-            Probe(f"{name}: logits as probabilities", lambda t, m=make, n=name: m(
-                from_logits=False)(_labels(n), np.full((len(_labels(n)), 1), 3.0)),
-                  r"outside \[0, 1\]"),
-            Probe(f"{name}: NaN output", lambda t, m=make, n=name: m(from_logits=True)(
-                _labels(n), np.full((len(_labels(n)), 1), np.nan)), "NaN"),
-            Probe(f"{name}: source code 9", lambda t, m=make: m(from_logits=True)(
-                np.array([[0.0, 0.0, 9.0]] * 2), np.zeros((2, 1))), "(source|Source)"),
+            *common_loss_probes(name, make, _labels(name)),
         ]
         if "prior" in options:
             probes += [Probe(f"{name}: prior {p}", lambda t, m=make, p=p: m(prior=p), "`prior`")
@@ -241,6 +226,31 @@ def loss_probes() -> list[Probe]:
               check=lambda v: abs(v - np.log(2)) < 1e-4),  # R+ = 0.75 log 2, R- = 0.25 log 2
     ]
     return probes
+
+
+def common_loss_probes(name: str, make: Callable[..., Any], y: np.ndarray) -> list[Probe]:
+    """What every packed-label loss must refuse: its options, labels and outputs.
+
+    ``make(**options)`` builds the loss ``name``; ``y`` are valid labels for it.
+    """
+    n = len(y)
+    return [
+        Probe(f"{name}: from_logits 'yes'", lambda t: make(from_logits="yes"), "`from_logits`"),
+        Probe(f"{name}: reduction sum", lambda t: make(reduction="sum"), "reduction"),
+        Probe(f"{name}: unknown option", lambda t: make(bogus=1), "(bogus|option)"),
+        Probe(f"{name}: string labels", lambda t: make(from_logits=True)(
+            np.array([["1", "0", "0"]]), np.zeros((1, 1))), "`y_true` must hold numbers"),
+        Probe(f"{name}: labels of 5 columns", lambda t: make(from_logits=True)(
+            np.zeros((2, 5)), np.zeros((2, 1))), "`y_true` must have shape"),
+        Probe(f"{name}: two output units", lambda t: make(from_logits=True)(
+            y, np.zeros((n, 2))), "one output unit"),
+        Probe(f"{name}: logits as probabilities", lambda t: make(from_logits=False)(
+            y, np.full((n, 1), 3.0)), r"outside \[0, 1\]"),
+        Probe(f"{name}: NaN output", lambda t: make(from_logits=True)(
+            y, np.full((n, 1), np.nan)), "NaN"),
+        Probe(f"{name}: source code 9", lambda t: make(from_logits=True)(
+            np.array([[0.0, 0.0, 9.0]] * 2), np.zeros((2, 1))), "(source|Source)"),
+    ]
 
 
 def _labels(loss: str) -> np.ndarray:
@@ -274,4 +284,4 @@ def all_probes() -> list[Probe]:
             + audit_probes_fit.fit_pue_probes())
 
 
-__all__ = ["all_probes", "bad_arrays", "bad_binary", "bad_ints"]
+__all__ = ["all_probes", "bad_arrays", "bad_binary", "bad_ints", "common_loss_probes"]

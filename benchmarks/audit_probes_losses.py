@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.audit import Probe
+from benchmarks.audit_probes import common_loss_probes
 from benchmarks.audit_probes_io import _adp
 
 #: Loss -> (the sources of its valid labels, whether it reads θ̂ from column 3).
@@ -39,22 +40,7 @@ def exposure_loss_probes() -> list[Probe]:
         n = len(y)
         e_only = _labels("E", theta)
         probes += [
-            Probe(f"{name}: from_logits 'yes'", lambda t, m=make: m(from_logits="yes"),
-                  "`from_logits`"),
-            Probe(f"{name}: reduction sum", lambda t, m=make: m(reduction="sum"), "reduction"),
-            Probe(f"{name}: unknown option", lambda t, m=make: m(bogus=1), "bogus"),
-            Probe(f"{name}: string labels", lambda t, m=make: m(from_logits=True)(
-                np.array([["1", "0", "0"]]), np.zeros((1, 1))), "`y_true` must hold numbers"),
-            Probe(f"{name}: labels of 5 columns", lambda t, m=make: m(from_logits=True)(
-                np.zeros((2, 5)), np.zeros((2, 1))), "`y_true` must have shape"),
-            Probe(f"{name}: two output units", lambda t, m=make, y=y, n=n: m(from_logits=True)(
-                y, np.zeros((n, 2))), "one output unit"),
-            Probe(f"{name}: logits as probabilities", lambda t, m=make, y=y, n=n: m(
-                from_logits=False)(y, np.full((n, 1), 3.0)), r"outside \[0, 1\]"),
-            Probe(f"{name}: NaN output", lambda t, m=make, y=y, n=n: m(from_logits=True)(
-                y, np.full((n, 1), np.nan)), "NaN"),
-            Probe(f"{name}: source code 9", lambda t, m=make: m(from_logits=True)(
-                np.array([[0.0, 0.0, 9.0]] * 2), np.zeros((2, 1))), "unknown source code"),
+            *common_loss_probes(name, make, y),
             Probe(f"{name}: exposure rows only", lambda t, m=make, y=e_only: m(
                 from_logits=True)(y, np.zeros((2, 1))), "needs rows of PU"),
             Probe(f"{name}: more outputs than labels", lambda t, m=make, y=y, n=n: m(
