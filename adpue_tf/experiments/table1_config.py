@@ -125,15 +125,12 @@ class LinearBenchConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be an int >= 1, got {value!r}.")
-        for name, low in (("recommended_learning_rate", 0.0), ("recommended_l2", 0.0)):
-            value = getattr(self, name)
-            if value is None and name == "recommended_l2":
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-                    or not math.isfinite(value) or value < low \
-                    or (name == "recommended_learning_rate" and value == 0):
-                what = "> 0" if name == "recommended_learning_rate" else ">= 0"
-                raise ValueError(f"`{name}` must be a finite number {what}, got {value!r}.")
+        lr, l2 = self.recommended_learning_rate, self.recommended_l2
+        if not _finite(lr) or lr <= 0:
+            raise ValueError(f"`recommended_learning_rate` must be a finite number > 0, "
+                             f"got {lr!r}.")
+        if l2 is not None and (not _finite(l2) or l2 < 0):
+            raise ValueError(f"`recommended_l2` must be a finite number >= 0, got {l2!r}.")
         names = self.recommended_candidates
         if names is not None:
             from adpue_tf.recommend import CANDIDATES
@@ -143,6 +140,12 @@ class LinearBenchConfig:
                 raise ValueError(f"`recommended_candidates` must be a non-empty list of "
                                  f"fit_pue candidates {list(CANDIDATES)}; got {names!r}.")
 
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` is a finite real number (not a bool)."""
+    return (not isinstance(value, bool) and isinstance(value, numbers.Real)
+            and math.isfinite(value))
 
 
 def recipe_config(cfg: LinearBenchConfig) -> linear_recipe.RecipeConfig:

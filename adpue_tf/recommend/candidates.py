@@ -268,7 +268,7 @@ class Stage:
     def _brier_of(self) -> Callable[[keras.Model], float]:
         pu, e = self._require_held_out()
         return lambda m: brier_unchecked(pu.y, _sigmoid(logits(m, pu.x)), e.y,
-                                              _sigmoid(logits(m, e.x)))
+                                         _sigmoid(logits(m, e.x)))
 
     def _pue_data(self, name: str, rows: int) -> Any:
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
