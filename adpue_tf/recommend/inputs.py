@@ -131,17 +131,23 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000) -> str | None:
     """What to do when a fresh net's logits on ``pu`` are saturated (features far from standardised).
 
     A freshly initialised net on standardised features gives logits of order
-    1; a median ``|z|`` over :data:`SATURATED` (``σ(z)`` within ``5e-5`` of 0
-    or 1) means that the features are large for the net, which then trains
-    poorly or diverges. Returns the sentence to warn with, or None.
+    1 (measured from the last layer's bias, which may be set to a rare
+    event's logit); a median ``|z|`` over :data:`SATURATED` (``σ(z)`` within
+    ``5e-5`` of 0 or 1) means that the features are large for the net, which
+    then trains poorly or diverges. Returns the sentence to warn with, or None.
     """
     take = np.linspace(0, len(pu) - 1, min(rows, len(pu))).astype(np.int64)
     x = pu.take(take).x
     try:
-        z = np.abs(np.asarray(keras.ops.convert_to_numpy(net(x, training=False)), np.float64))
+        z = np.asarray(keras.ops.convert_to_numpy(net(x, training=False)), np.float64)
     except Exception:  # noqa: BLE001 - a net the checks let through but cannot call here
         return None  # its own error comes, clearer, from the first training step
-    median = float(np.median(z)) if z.size else 0.0
+    # A last layer's bias set to the logit of a rare event (say -11.5 for 1e-5) is a
+    # choice, not unscaled features: the logits are measured from it.
+    bias = getattr(net.layers[-1], "bias", None)
+    if bias is not None and int(np.prod(bias.shape)) == 1:
+        z = z - float(np.ravel(keras.ops.convert_to_numpy(bias))[0])
+    median = float(np.median(np.abs(z))) if z.size else 0.0
     if not np.isfinite(median) or median > SATURATED:
         return (f"`build_net()`'s fresh model gives logits of median |z| = {median:.3g} on "
                 f"`x_pu` (sigmoid saturated): the features look far from standardised. "

@@ -259,6 +259,9 @@ def test_unscaled_features_are_warned_about_and_scaled_ones_are_not(data):
                     candidates=["bce_w"], **FAST)
     net = linear()()
     assert scale_hint(net, Rows(data.x_pu, data.w_pu)) is None
+    rare = keras.Sequential([keras.Input((2,)), keras.layers.Dense(
+        1, bias_initializer=keras.initializers.Constant(-11.5))])  # a base rate of 1e-5
+    assert scale_hint(rare, Rows(data.x_pu, data.w_pu)) is None
     big = Rows(data.x_pu * 1e4, data.w_pu)
     z = np.abs(net(data.x_pu * 1e4).numpy())
     assert np.median(z) > SATURATED and "Normalization" in scale_hint(net, big)
