@@ -25,6 +25,13 @@ def _net(dim: int = 2, activation: str | None = None, dtype: str = "float32") ->
     return k.Sequential([k.Input((dim,), dtype=dtype), k.layers.Dense(1, activation)])
 
 
+def _id_net() -> Any:
+    k = _keras()
+    ids, num = k.Input((), dtype="int64", name="id"), k.Input((1,), name="num")
+    h = k.layers.Concatenate()([k.layers.Embedding(10, 2)(ids), num])
+    return k.Model({"id": ids, "num": num}, k.layers.Dense(1)(h))
+
+
 def _fit(build: Any = None, **change: Any) -> Any:
     s = _data()
     args = dict(x_pu=s.x_pu, w=s.w_pu, x_e=s.x_e, e=s.e_e)
@@ -80,6 +87,10 @@ def fit_pue_probes() -> list[Probe]:
         Probe("fit_pue: a net of two listed inputs", lambda t: _fit(lambda: k().Model(
             [i := k().Input((1,)), j := k().Input((1,))],
             k().layers.Dense(1)(k().layers.Concatenate()([i, j])))), "a list of 2 inputs"),
+        Probe("fit_pue: an id beyond its Embedding", lambda t: _fit(
+            _id_net, x_pu={"id": np.r_[12, np.zeros(119, int)], "num": s.x_pu[:, :1]},
+            x_e={"id": np.zeros(120, int), "num": s.x_e[:, :1]}),
+              "feature 'id' of `x_pu` holds ids in \\[0, 12\\]"),
         Probe("fit_pue: features of another width", lambda t: _fit(
             x_pu=np.zeros((120, 3)), x_e=np.zeros((120, 3))), r"rows of shape \(3,\)"),
         Probe("fit_pue: x_e of another width", lambda t: _fit(x_e=np.zeros((120, 3))),

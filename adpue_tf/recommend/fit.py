@@ -45,6 +45,7 @@ from adpue_tf.recommend.candidates import (
 )
 from adpue_tf.recommend.folds import Pooled, fold_average, split_folds
 from adpue_tf.recommend.inputs import (
+    check_ids,
     check_inputs,
     check_labels,
     check_net,
@@ -219,6 +220,7 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
     check_inputs(net, pu)
+    check_ids(net, pu, ex)
     check_labels(pu, ex, 1)
     hint = scale_hint(net, pu)
     if hint is not None:

@@ -18,7 +18,8 @@ import numpy as np
 from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
 
-__all__ = ["check_fresh", "check_inputs", "check_labels", "check_net", "check_same_features"]
+__all__ = ["check_fresh", "check_ids", "check_inputs", "check_labels", "check_net",
+           "check_same_features", "scale_hint"]
 
 
 def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
@@ -121,6 +122,37 @@ def check_inputs(net: keras.Model, pu: Rows) -> None:
             what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
             raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
                              f"whose input takes rows of shape {ref}.")
+
+
+def check_ids(net: keras.Model, pu: Rows, e: Rows) -> None:
+    """Features that feed an ``Embedding`` directly hold ids in ``[0, input_dim)``, in both logs.
+
+    An id out of range stops a CPU step deep inside TensorFlow, and on a GPU
+    its lookup silently gives zeros; checked here, on every row, by name.
+    """
+    structure = input_structure(net)
+    if isinstance(structure, (list, tuple)) and len(structure) == 1:
+        structure = structure[0]
+    named = structure.items() if isinstance(structure, dict) else [(None, structure)]
+    keys = {id(t): key for key, t in named}
+    for layer in net.layers:
+        if not isinstance(layer, keras.layers.Embedding):
+            continue
+        fed = [keys[id(t)] for node in getattr(layer, "_inbound_nodes", ())
+               for t in getattr(node, "input_tensors", ()) if id(t) in keys]
+        for key in fed:
+            for arg, rows in (("x_pu", pu), ("x_e", e)):
+                values = np.asarray(rows.x[key] if key is not None else rows.x)
+                if values.size == 0 or values.dtype.kind not in "iuf":
+                    continue
+                low, high = values.min(), values.max()
+                if low < 0 or high >= layer.input_dim:
+                    what = f"`{arg}`" if key is None else f"feature {key!r} of `{arg}`"
+                    raise ValueError(
+                        f"{what} holds ids in [{low:.10g}, {high:.10g}], but `build_net()`'s "
+                        f"Embedding {layer.name!r} takes ids in [0, {layer.input_dim}): give it "
+                        "a larger `input_dim` or map the ids first (a GPU would look them "
+                        "up as zeros).")
 
 
 #: Median |logit| of a fresh net on the PU rows above which the features look unscaled.

@@ -282,6 +282,27 @@ def test_a_frozen_part_may_be_shared_between_the_nets(data):
     assert all(np.array_equal(a, b) for a, b in zip(before, frozen.get_weights()))
 
 
+def _id_net():
+    ids, num = keras.Input((), dtype="int64", name="id"), keras.Input((1,), name="num")
+    h = keras.layers.Concatenate()([keras.layers.Embedding(10, 2)(ids), num])
+    return keras.Model({"id": ids, "num": num}, keras.layers.Dense(1)(h))
+
+
+@pytest.mark.parametrize("bad_id, where", [(10, "x_pu"), (-1, "x_e")])
+def test_ids_outside_an_embedding_are_refused_by_feature(data, bad_id, where):
+    def rows(n, seed):
+        ids = np.random.default_rng(seed).integers(0, 10, n)
+        return {"id": ids, "num": np.zeros((n, 1), "float32")}
+
+    x = {"x_pu": rows(500, 0), "x_e": rows(500, 1)}
+    x[where]["id"][7] = bad_id
+    with pytest.raises(ValueError, match=f"feature 'id' of `{where}` holds ids in "
+                                         f"\\[{min(bad_id, 0)}, {max(bad_id, 9)}\\], but "
+                                         "`build_net\\(\\)`'s Embedding .* takes ids in "
+                                         "\\[0, 10\\)"):
+        adp.fit_pue(_id_net, x["x_pu"], data.w_pu, x["x_e"], data.e_e, **FAST)
+
+
 def test_a_batched_dataset_is_refused_before_it_is_read(data):
     ds = tf.data.Dataset.from_tensor_slices((data.x_pu, data.w_pu)).batch(32)
     with pytest.raises(ValueError, match="`x_pu` must be a Dataset of unbatched rows, but its w "
