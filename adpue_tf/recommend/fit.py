@@ -51,6 +51,7 @@ from adpue_tf.recommend.inputs import (
     check_net,
     check_same_features,
     scale_hint,
+    shift_hint,
 )
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
@@ -223,8 +224,9 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     check_ids(net, pu, ex)
     check_labels(pu, ex, 1)
     hint = scale_hint(net, pu)
-    if hint is not None:
-        warnings.warn(hint, UserWarning, stacklevel=2)
+    for warning in (hint, shift_hint(pu, ex)):
+        if warning is not None:
+            warnings.warn(warning, UserWarning, stacklevel=2)
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "

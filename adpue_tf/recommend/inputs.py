@@ -19,7 +19,7 @@ from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
 
 __all__ = ["check_fresh", "check_ids", "check_inputs", "check_labels", "check_net",
-           "check_same_features", "scale_hint"]
+           "check_same_features", "scale_hint", "shift_hint"]
 
 
 def check_net(build_net: Callable[[], keras.Model]) -> keras.Model:
@@ -186,6 +186,52 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000) -> str | None:
                 "Scale them, or start the model with a keras.layers.Normalization adapted "
                 "on `x_pu`.")
     return None
+
+
+#: Rows of each log compared by :func:`shift_hint` at most (a seeded sample beyond).
+SHIFT_ROWS = 100_000
+
+
+def shift_hint(pu: Rows, e: Rows) -> str | None:
+    """A warning when a float feature's mean differs between the PU and the E rows.
+
+    Every estimator and the held-out score assume that both logs draw ``x``
+    from one distribution (SPEC.md): an exposure log of another period or
+    population breaks it. A feature is flagged when its means differ by more
+    than half a pooled standard deviation and by more than six standard
+    errors (so chance does not flag it on small logs). Returns the sentence,
+    or None.
+    """
+    def floats(rows: Rows) -> dict[str, np.ndarray]:
+        x = rows.x if isinstance(rows.x, dict) else {"": rows.x}
+        out = {}
+        for key, v in x.items():
+            v = np.asarray(v)
+            if v.dtype.kind == "f" and len(v):
+                if len(v) > SHIFT_ROWS:
+                    v = v[np.random.default_rng(0).choice(len(v), SHIFT_ROWS, replace=False)]
+                out[key] = v.reshape(len(v), -1).astype(np.float64)
+        return out
+
+    a, b = floats(pu), floats(e)
+    flagged = []
+    for key in sorted(set(a) & set(b)):
+        x, y = a[key], b[key]
+        if len(x) < 2 or len(y) < 2:
+            continue
+        sd = np.sqrt((x.var(axis=0) * len(x) + y.var(axis=0) * len(y)) / (len(x) + len(y)))
+        diff = np.abs(x.mean(axis=0) - y.mean(axis=0))
+        se = np.sqrt(x.var(axis=0) / len(x) + y.var(axis=0) / len(y))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(sd > 0, diff / sd, 0.0)
+        bad = np.flatnonzero((d > 0.5) & (diff > 6.0 * se))
+        flagged += [(float(d[i]), f"{key}[{i}]" if key else f"column {i}") for i in bad]
+    if not flagged:
+        return None
+    worst = ", ".join(f"{name} ({d:.2g} SD)" for d, name in sorted(flagged, reverse=True)[:3])
+    return (f"`x_pu` and `x_e` do not look like draws from one feature distribution: "
+            f"{len(flagged)} feature(s) differ in mean, most {worst}. fit_pue's estimators "
+            "and its held-out score assume both logs cover the same population and period.")
 
 
 def check_same_features(pu: Rows, e: Rows) -> None:
