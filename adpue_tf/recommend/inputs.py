@@ -1,6 +1,10 @@
 """fit_pue's checks of its arguments: the net ``build_net`` returns, the features, the labels.
 
-Each raises a ``TypeError``/``ValueError`` naming the argument and what was wrong.
+Each raises a ``TypeError``/``ValueError`` naming the argument and what was wrong:
+a net that is not fresh at each call, inputs of another form or dtype than the
+features, ids outside an ``Embedding``. Two hints are warnings, not errors:
+features far from standardised for the net (:func:`scale_hint`) and two logs
+that do not look like draws from one population (:func:`shift_hint`).
 
 Example:
     >>> import keras
