@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import keras
 import numpy as np
@@ -71,6 +72,14 @@ def check_fresh(net: keras.Model, again: object) -> None:
                          "candidate). Create the layers inside `build_net`.")
 
 
+def _structure(net: keras.Model) -> Any:
+    """``net``'s inputs as it takes them, a one-element list as its element (``Model([x], z)``)."""
+    structure = input_structure(net)
+    if isinstance(structure, (list, tuple)) and len(structure) == 1:
+        return structure[0]
+    return structure
+
+
 def _fits(row: tuple, ref: tuple) -> bool:
     """Whether rows of shape ``row`` fit an input of shape ``(batch, *ref)``.
 
@@ -87,9 +96,7 @@ def _fits(row: tuple, ref: tuple) -> bool:
 
 def check_inputs(net: keras.Model, pu: Rows) -> None:
     """The features fit ``net``'s inputs: same keys (a dict), rows of a shape it takes."""
-    structure = input_structure(net)
-    if isinstance(structure, (list, tuple)) and len(structure) == 1:
-        structure = structure[0]  # keras.Model([x], logit): one input
+    structure = _structure(net)
     rows = layout(pu.x)
     if isinstance(structure, dict):
         if not isinstance(rows, dict):
@@ -134,9 +141,7 @@ def check_ids(net: keras.Model, pu: Rows, e: Rows) -> None:
     An id out of range stops a CPU step deep inside TensorFlow, and on a GPU
     its lookup silently gives zeros; checked here, on every row, by name.
     """
-    structure = input_structure(net)
-    if isinstance(structure, (list, tuple)) and len(structure) == 1:
-        structure = structure[0]
+    structure = _structure(net)
     named = structure.items() if isinstance(structure, dict) else [(None, structure)]
     keys = {id(t): key for key, t in named}
     for layer in net.layers:

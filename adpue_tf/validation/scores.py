@@ -110,16 +110,22 @@ def brier_unchecked(w: Any, p_pu: Any, e: Any, p_e: Any) -> float:
 
 def _unit_interval(name: str, value: Any, n: int) -> np.ndarray:
     """``value`` as a float64 vector of ``n`` finite values in ``[0, 1]``, else a ValueError."""
-    arr = labels.check_finite(name, value)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1 or len(arr) != n:
+    arr = labels._as_1d(name, labels.check_finite(name, value))  # as the labels are read
+    if len(arr) != n:
         raise ValueError(f"`{name}` must be a vector of {n} values (one per row), got shape "
                          f"{arr.shape}.")
-    if n and (arr.min() < -_RANGE_SLACK or arr.max() > 1.0 + _RANGE_SLACK):
-        raise ValueError(f"`{name}` must hold probabilities in [0, 1], got values in "
-                         f"[{arr.min():.4g}, {arr.max():.4g}].")
+    _check_unit(name, arr, "hold")
     return arr
+
+
+def _check_unit(name: str, values: np.ndarray, verb: str, hint: str = ".") -> None:
+    """Refuse ``values`` beyond ``[0, 1]`` (up to :data:`_RANGE_SLACK`), naming ``name``."""
+    if not values.size:
+        return
+    lo, hi = float(values.min()), float(values.max())
+    if lo < -_RANGE_SLACK or hi > 1.0 + _RANGE_SLACK:
+        raise ValueError(f"`{name}` must {verb} probabilities in [0, 1], got values in "
+                         f"[{lo:.4g}, {hi:.4g}]{hint}")
 
 
 # -- argument checks -------------------------------------------------------------------
@@ -173,10 +179,7 @@ def _probabilities(name: str, fn: Yardstick, x: np.ndarray, batch_size: int) -> 
     out = _outputs(name, fn, x, batch_size)
     if isinstance(fn, RatioModel) and fn.logits:
         return np.exp(-np.logaddexp(0.0, -out))
-    lo, hi = float(out.min()), float(out.max())
-    if lo < -_RANGE_SLACK or hi > 1.0 + _RANGE_SLACK:
-        raise ValueError(f"`{name}` must give probabilities in [0, 1], got values in "
-                         f"[{lo:.4g}, {hi:.4g}]; does it output logits? Add a sigmoid.")
+    _check_unit(name, out, "give", "; does it output logits? Add a sigmoid.")
     return np.clip(out, 0.0, 1.0)
 
 
