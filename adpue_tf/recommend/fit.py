@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from adpue_tf._internal.checks import check_bool, check_int
+from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
@@ -111,6 +112,7 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 # -- the front door ---------------------------------------------------------------------
+@quiet_retracing()  # fit_pue's fresh nets: TensorFlow's retracing warning is not the user's
 def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e: Any, *,
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
             seed: int = 0, verbose: int | str = "auto",

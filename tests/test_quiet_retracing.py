@@ -1,0 +1,60 @@
+"""fit_pue drops TensorFlow's "triggered tf.function retracing" warning (its fresh nets are by design), nothing else."""
+
+import logging
+
+import tensorflow as tf
+
+import adpue_tf as adp
+from adpue_tf._internal.tracing import RETRACING, quiet_retracing
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _trace_fresh_functions(n: int) -> None:
+    """Trace ``n`` fresh tf.functions of one Python function: TensorFlow's own warning."""
+    def make():
+        @tf.function
+        def step(x):
+            return x + 1.0
+        return step
+    for i in range(n):
+        make()(tf.constant(float(i)))
+
+
+def _collect(block) -> list[str]:
+    keep = _Keep()
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(keep)
+    try:
+        block()
+    finally:
+        logger.removeHandler(keep)
+    return keep.messages
+
+
+def test_tensorflows_own_warning_dropped_inside_only():
+    outside = _collect(lambda: _trace_fresh_functions(8))
+    assert any(RETRACING in m for m in outside), outside  # the text TensorFlow logs
+
+    def inside():
+        with quiet_retracing():
+            _trace_fresh_functions(8)
+            logging.getLogger("tensorflow").warning("another warning")
+    messages = _collect(inside)
+    assert not any(RETRACING in m for m in messages)
+    assert "another warning" in messages
+    assert not logging.getLogger("tensorflow").filters  # removed afterwards
+
+
+def test_fit_pue_is_wrapped_and_keeps_its_signature():
+    import inspect
+    assert adp.fit_pue.__wrapped__.__name__ == "fit_pue"
+    assert list(inspect.signature(adp.fit_pue).parameters)[:5] == ["build_net", "x_pu", "w",
+                                                                   "x_e", "e"]
