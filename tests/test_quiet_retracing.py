@@ -18,24 +18,30 @@ class _Keep(logging.Handler):
 
 
 def _trace_fresh_functions(n: int) -> None:
-    """Trace ``n`` fresh tf.functions of one Python function: TensorFlow's own warning."""
-    def make():
-        @tf.function
-        def step(x):
-            return x + 1.0
-        return step
+    """Trace ``n`` fresh tf.functions of one new Python function: TensorFlow's own warning.
+
+    TensorFlow counts traces per code object and warns at most twice per code
+    object, so each call compiles a new one (its warnings are its own).
+    """
+    scope: dict = {"tf": tf}
+    exec(compile("def make():\n    @tf.function(autograph=False)\n    def step(x):\n        return x + 1.0\n"
+                 "    return step\n", "<fresh>", "exec"), scope)
     for i in range(n):
-        make()(tf.constant(float(i)))
+        scope["make"]()(tf.constant(float(i)))
 
 
 def _collect(block) -> list[str]:
+    """The tensorflow logger's records during ``block``, at WARNING level (the CLI raises it)."""
     keep = _Keep()
     logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
     logger.addHandler(keep)
     try:
         block()
     finally:
         logger.removeHandler(keep)
+        logger.setLevel(level)
     return keep.messages
 
 
