@@ -130,9 +130,11 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         build_net: returns a fresh Keras model (features -> one logit, no final
             sigmoid), e.g. ``lambda: keras.Sequential([keras.Input((d,)),
             keras.layers.Dense(1)])``. Called once per trained net. Its
-            penalties (L2, L1) add to every candidate's risk, and some risks
-            are on a smaller scale than a log-loss: on a few hundred rows give
-            it little or none (docs/guide/choosing-models.md, *Limits, measured*).
+            penalties (L2, L1) add to every candidate's risk, some of which are
+            on a smaller scale than a log-loss, and the strength that suits
+            small data depends on the data: try two, same ``seed``, and keep
+            the fit with the lower ``exposure_nll[choice]``
+            (docs/guide/choosing-models.md, *Limits, measured*).
         x_pu: PU features: an array ``(n_pu, ...)``, a dict of arrays, or a
             Dataset of unbatched ``(features, w)`` rows (then ``w=None``), e.g.
             :func:`adpue_tf.data.read_tfrecords` output.
