@@ -21,12 +21,13 @@ split, the nets it only trains with (``θ̂``, say) are shared from the choice.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -113,7 +114,8 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
 
 # -- the front door ---------------------------------------------------------------------
 @quiet_retracing()  # fit_pue's fresh nets: TensorFlow's retracing warning is not the user's
-def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e: Any, *,
+def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], keras.Model]],
+            x_pu: Any, w: Any, x_e: Any, e: Any, *,
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
             seed: int = 0, verbose: int | str = "auto",
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
@@ -129,12 +131,15 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
     Args:
         build_net: returns a fresh Keras model (features -> one logit, no final
             sigmoid), e.g. ``lambda: keras.Sequential([keras.Input((d,)),
-            keras.layers.Dense(1)])``. Called once per trained net. Its
-            penalties (L2, L1) add to every candidate's risk, some of which are
-            on a smaller scale than a log-loss, and the strength that suits
-            small data depends on the data: try two, same ``seed``, and keep
-            the fit with the lower ``exposure_nll[choice]``
-            (docs/guide/choosing-models.md, *Limits, measured*).
+            keras.layers.Dense(1)])``. Called once per trained net. Or a
+            mapping ``{name: build_net}``: each goes through the whole call on
+            the same held-out rows, and the fit whose choice has the lowest
+            held-out NLL of ``W`` (the Brier score if some ``θ̂`` failed) is
+            returned, naming it in ``.net``. A net's penalties (L2, L1) add to
+            every candidate's risk, some on a smaller scale than a log-loss,
+            and the strength that suits small data depends on the data: give
+            two, e.g. L2 0.01 and 0.001 (docs/guide/choosing-models.md,
+            *Limits, measured*).
         x_pu: PU features: an array ``(n_pu, ...)``, a dict of arrays, or a
             Dataset of unbatched ``(features, w)`` rows (then ``w=None``), e.g.
             :func:`adpue_tf.data.read_tfrecords` output.
@@ -200,6 +205,12 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
+    if isinstance(build_net, Mapping):
+        return _each_net(build_net, x_pu, w, x_e, e, dict(
+            epochs=epochs, batch_size=batch_size, validation_split=validation_split, seed=seed,
+            verbose=verbose, candidates=candidates, learning_rate=learning_rate,
+            min_steps=min_steps, rounds=rounds, refit=refit, tolerance=tolerance, folds=folds,
+            final=final, patience=patience))
     net = check_net(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
@@ -308,6 +319,30 @@ def fit_pue(build_net: Callable[[], keras.Model], x_pu: Any, w: Any, x_e: Any, e
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final, skipped=skipped,
         fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
+
+
+def _each_net(nets: Mapping[Any, Any], x_pu: Any, w: Any, x_e: Any, e: Any,
+              options: dict[str, Any]) -> PUEFit:
+    """fit_pue of each net on the same held-out rows; the fit whose choice scores lowest."""
+    if not nets:
+        raise ValueError("`build_net` as a mapping needs at least one net; got an empty one.")
+    for name, builder in nets.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"`build_net`'s keys must be non-empty names (str), got {name!r}.")
+        if isinstance(builder, (Mapping, keras.Model)) or not callable(builder):
+            raise TypeError(f"`build_net[{name!r}]` must be a function that returns a fresh "
+                            f"Keras model, got {type(builder).__name__}.")
+    fits: dict[str, PUEFit] = {}
+    for name, builder in nets.items():
+        try:
+            fits[name] = fit_pue(builder, x_pu, w, x_e, e, **options)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"`build_net[{name!r}]`: {err}") from err
+    nll = {n: f.exposure_nll.get(f.choice, math.nan) for n, f in fits.items()}
+    held = nll if all(math.isfinite(v) for v in nll.values()) else {
+        n: f.scores[f.choice] for n, f in fits.items()}
+    best = min(held, key=held.__getitem__)  # ties: the first given
+    return dataclasses.replace(fits[best], net=best, net_scores=held)
 
 
 def _drop_unscored(scores: dict[str, float], trained: list[str], failed: dict[str, str]) -> None:

@@ -58,6 +58,11 @@ class PUEFit:
             ``blend`` whatever they score (fewer than
             :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives held
             out); name the candidates (``candidates=``) to train them all.
+        net: with a mapping of nets (``build_net={name: ...}``), the chosen
+            net's name; else None.
+        net_scores: ``{net: held-out score of its choice}`` that chose
+            ``net``: the NLL of ``W`` under ``σ(z)·θ̂``, or the exposure
+            Brier score if some net's ``θ̂`` failed (empty with one net).
     """
 
     model: keras.Model
@@ -78,6 +83,8 @@ class PUEFit:
     fold_models: dict[str, tuple[keras.Model, ...]] = dataclasses.field(
         default_factory=dict, repr=False)
     skipped: tuple[str, ...] = ()
+    net: str | None = None
+    net_scores: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.
@@ -107,6 +114,10 @@ class PUEFit:
             if self.skipped:
                 lines.append(f"Not trained, as they could not overrule it: "
                              f"{', '.join(self.skipped)}.")
+        if self.net_scores:
+            lines += ["", f"Net: {self.net}, the lowest held-out score of its choice among "
+                          + ", ".join(f"{n} {v:.4f}" for n, v in self.net_scores.items())
+                          + " (each net through the whole call on the same held-out rows)."]
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

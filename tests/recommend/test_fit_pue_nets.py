@@ -1,0 +1,59 @@
+"""fit_pue with a mapping of nets: each through the whole call on the same held-out rows; the lowest score kept."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+
+import adpue_tf as adp
+
+S = adp.synthetic.synthetic_pue(600, 600, seed=0)
+OPTIONS = dict(epochs=2, min_steps=20, candidates=["bce_w", "brier", "likelihood"], verbose=0)
+
+
+def _linear(l2: float):
+    def build():
+        reg = keras.regularizers.L2(l2) if l2 else None
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_regularizer=reg)])
+    return build
+
+
+def test_the_net_whose_choice_scores_lowest_is_returned_as_its_own_fit():
+    nets = {"l2_strong": _linear(1.0), "l2_none": _linear(0.0)}
+    fit = adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+    assert set(fit.net_scores) == set(nets)
+    assert all(math.isfinite(v) for v in fit.net_scores.values())
+    assert fit.net == min(fit.net_scores, key=fit.net_scores.get)
+    # the scores are each fit's own held-out NLL of its choice (every θ̂ trained here)
+    alone = {n: adp.fit_pue(b, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS) for n, b in nets.items()}
+    for name, single in alone.items():
+        assert fit.net_scores[name] == pytest.approx(single.exposure_nll[single.choice])
+        assert single.net is None and single.net_scores == {}
+    winner = alone[fit.net]
+    assert fit.choice == winner.choice and fit.scores == pytest.approx(winner.scores)
+    np.testing.assert_allclose(np.asarray(fit.model(S.x_pu[:50])),
+                               np.asarray(winner.model(S.x_pu[:50])), rtol=1e-5, atol=1e-6)
+    assert f"Net: {fit.net}," in fit.report()
+
+
+def test_a_heavily_penalised_net_loses_to_a_free_one():
+    """An L2 of 10 pins the weights near 0: its choice cannot model W as well."""
+    fit = adp.fit_pue({"pinned": _linear(10.0), "free": _linear(0.0)}, S.x_pu, S.w_pu,
+                      S.x_e, S.e_e, **OPTIONS)
+    assert fit.net == "free"
+    assert fit.net_scores["free"] < fit.net_scores["pinned"]
+
+
+@pytest.mark.parametrize("nets,error,match", [
+    ({}, ValueError, "at least one net"),
+    ({1: _linear(0.0)}, TypeError, "keys must be non-empty names"),
+    ({"a": {"b": _linear(0.0)}}, TypeError, r"`build_net\['a'\]` must be a function"),
+    ({"a": _linear(0.0), "b": "not a builder"}, TypeError, r"`build_net\['b'\]` must be a function"),
+    ({"a": _linear(0.0), "b": _linear(0.0)()}, TypeError, r"`build_net\['b'\]` must be a function"),
+    ({"a": lambda: keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])}, ValueError,
+     r"`build_net\['a'\]`: "),
+])
+def test_bad_mappings_are_refused_naming_the_net(nets, error, match):
+    with pytest.raises(error, match=match):
+        adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
