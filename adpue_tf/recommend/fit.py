@@ -205,12 +205,10 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    if isinstance(build_net, Mapping):
-        return _each_net(build_net, x_pu, w, x_e, e, dict(
-            epochs=epochs, batch_size=batch_size, validation_split=validation_split, seed=seed,
-            verbose=verbose, candidates=candidates, learning_rate=learning_rate,
-            min_steps=min_steps, rounds=rounds, refit=refit, tolerance=tolerance, folds=folds,
-            final=final, patience=patience))
+    if isinstance(build_net, Mapping):  # every keyword option, as given (the parameters only)
+        options = {k: v for k, v in locals().items() if k not in ("build_net", "x_pu", "w",
+                                                                   "x_e", "e")}
+        return _each_net(build_net, x_pu, w, x_e, e, options=options)
     net = check_net(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
@@ -322,7 +320,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
 
 
 def _each_net(nets: Mapping[Any, Any], x_pu: Any, w: Any, x_e: Any, e: Any,
-              options: dict[str, Any]) -> PUEFit:
+              *, options: dict[str, Any]) -> PUEFit:
     """fit_pue of each net on the same held-out rows; the fit whose choice scores lowest."""
     if not nets:
         raise ValueError("`build_net` as a mapping needs at least one net; got an empty one.")

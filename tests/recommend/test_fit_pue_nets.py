@@ -57,3 +57,17 @@ def test_a_heavily_penalised_net_loses_to_a_free_one():
 def test_bad_mappings_are_refused_naming_the_net(nets, error, match):
     with pytest.raises(error, match=match):
         adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+
+
+def test_every_keyword_option_reaches_each_net(monkeypatch):
+    import inspect
+
+    from adpue_tf.recommend import fit as fit_module
+    seen = {}
+    monkeypatch.setattr(fit_module, "_each_net",
+                        lambda nets, *data, options: seen.update(options))
+    adp.fit_pue({"a": _linear(0.0)}, S.x_pu, S.w_pu, S.x_e, S.e_e, seed=3, folds=2)
+    keywords = [p.name for p in inspect.signature(adp.fit_pue).parameters.values()
+                if p.kind is p.KEYWORD_ONLY]
+    assert list(seen) == keywords
+    assert seen["seed"] == 3 and seen["folds"] == 2
