@@ -4,10 +4,12 @@ Each trial's training rows come packed as ``(W, E, source)`` (the layout of
 :mod:`adpue_tf.labels`); the column gives :func:`adpue_tf.fit_pue` that
 trial's PU rows with their ``W`` and its E rows with their ``E``, never a
 hidden ``Y`` or a test label, with the linear net
-``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` (carrying the
-L2 penalty ``l2·‖w‖²`` of the other columns, ``l2`` = the bench's ``l2`` unless
-``recommended_l2`` says otherwise) and seed ``seed + t``: one held-out split
-by default, ``K``-fold cross-fitting with ``folds`` (``--recommended-folds``).
+``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` with the L2
+penalty ``l2·‖w‖²``: by default two such nets, the other columns' ``l2`` and
+``l2/10``, as a mapping (fit_pue keeps the one whose choice has the lower
+held-out NLL; no single strength served every data set, docs/guide/
+choosing-models.md), unless ``recommended_l2`` says otherwise; seed ``seed + t``:
+one held-out split by default, ``K``-fold cross-fitting with ``folds``.
 The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
 Cost: about 30 s of CPU time per trial for the paper's data sets with one split,
@@ -30,7 +32,7 @@ import numpy as np
 
 import adpue_tf as adp
 
-__all__ = ["NO_ORACLE", "RecommendedConfig", "comparison_rows", "fit_trials", "from_bench"]
+__all__ = ["NO_ORACLE", "RecommendedConfig", "comparison_rows", "fit_trials", "from_bench", "nets"]
 
 #: Table 1 columns that need no oracle input (uPU, nnPU and PNU are given π_y).
 NO_ORACLE = ("Logit", "EM", "Ratio", "IPS", "ElkanNoto", "ADPUE-direct", "ADPUE", "ADPUE-ref")
@@ -54,7 +56,8 @@ class RecommendedConfig:
         rounds: alternate-learning rounds of the ADPUE candidates.
         validation_split: share of the PU and E rows held out to choose.
         candidates: names of ``adp.recommend.CANDIDATES`` (None: fit_pue's default).
-        l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none).
+        l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none), or several:
+            one net each, fit_pue's mapping chooses (:func:`nets`).
         folds: fit_pue's ``folds`` (1: one held-out split; K: K-fold cross-fitting).
     """
 
@@ -65,7 +68,7 @@ class RecommendedConfig:
     rounds: int = 10
     validation_split: float = 0.2
     candidates: tuple[str, ...] | None = None
-    l2: float = 0.0
+    l2: float | tuple[float, ...] = 0.0
     folds: int = 1
 
 
@@ -78,10 +81,13 @@ def from_bench(cfg: Any) -> RecommendedConfig:
         5
     """
     cand, l2 = cfg.recommended_candidates, cfg.recommended_l2
+    if l2 is None:  # the table's penalty and a tenth of it (none: one net)
+        l2 = (float(cfg.l2), float(cfg.l2) / 10) if cfg.l2 > 0 else (0.0,)
+    l2s = (float(l2),) if isinstance(l2, (int, float)) else tuple(float(v) for v in l2)
     return RecommendedConfig(
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
         min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand),
-        l2=float(cfg.l2 if l2 is None else l2), folds=cfg.recommended_folds)
+        l2=l2s[0] if len(l2s) == 1 else l2s, folds=cfg.recommended_folds)
 
 
 def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
@@ -89,6 +95,21 @@ def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
         reg = keras.regularizers.L2(l2) if l2 > 0 else None
         return keras.Sequential([keras.Input((d,)), keras.layers.Dense(1, kernel_regularizer=reg)])
     return build
+
+
+def nets(d: int, l2: float | tuple[float, ...]
+         ) -> Callable[[], keras.Model] | dict[str, Callable[[], keras.Model]]:
+    """fit_pue's ``build_net``: the linear net with penalty ``l2``, or ``{"l2=v": net}`` for several.
+
+    Example:
+        >>> sorted(nets(3, (0.01, 0.001)))
+        ['l2=0.001', 'l2=0.01']
+    """
+    if isinstance(l2, (int, float)):
+        return _linear(d, float(l2))
+    if len(l2) == 1:
+        return _linear(d, float(l2[0]))
+    return {f"l2={v:g}": _linear(d, float(v)) for v in l2}
 
 
 def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: int = 0,
@@ -102,7 +123,8 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
         cfg: fit_pue's settings.
         seed: trial ``t`` runs with seed ``seed + t``.
         details: if given, ``details["Recommended"]`` gets per trial the
-            ``choice``, the held-out ``score`` of the choice and the ``seconds``.
+            ``choice``, the held-out ``score`` of the choice, the ``seconds``
+            and the ``net`` kept (None with one net).
 
     Returns:
         ``score(x)``: ``(T, m, d)`` features to the ``(T, m)`` logits of each
@@ -127,9 +149,9 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
     if x.ndim != 3 or y.shape != (*x.shape[:2], 3):
         raise ValueError(f"`x` must be (trials, rows, features) and `y` (trials, rows, 3); "
                          f"got {x.shape} and {y.shape}.")
-    build = _linear(x.shape[2], cfg.l2)
+    build = nets(x.shape[2], cfg.l2)
     models: list[keras.Model] = []
-    chosen: dict[str, list[Any]] = {"choice": [], "score": [], "seconds": []}
+    chosen: dict[str, list[Any]] = {"choice": [], "score": [], "seconds": [], "net": []}
     for t in range(len(x)):
         pu, ex = y[t, :, 2] == _PU, y[t, :, 2] == _E
         start = time.perf_counter()
@@ -144,11 +166,13 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
             chosen["choice"].append(f"failed: {err}")
             chosen["score"].append(float("nan"))
             chosen["seconds"].append(round(time.perf_counter() - start, 1))
+            chosen["net"].append(None)
             continue
         models.append(fit.model)
         chosen["choice"].append(fit.choice)
         chosen["score"].append(float(fit.scores[fit.choice]))
         chosen["seconds"].append(round(sum(fit.seconds.values()), 1))
+        chosen["net"].append(fit.net)
     if details is not None:
         details["Recommended"] = chosen
 

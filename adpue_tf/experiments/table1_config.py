@@ -67,8 +67,9 @@ class LinearBenchConfig:
             recommended_folds: its settings (default: one epoch of 500 steps,
             every linear net trained to convergence as every other column's is;
             an epoch chosen on Table 1's ~40 held-out rows stopped at 25-75 steps)
-            (``recommended.from_bench``); likewise ``recommended_candidates`` and
-            ``recommended_l2`` (None: ``l2``).
+            (``recommended.from_bench``); likewise ``recommended_candidates``;
+            ``recommended_l2``: the net's L2 strengths, one net each, fit_pue's
+            mapping choosing per trial (None: ``l2`` and ``l2/10``).
     """
 
     trials: int = 100
@@ -103,7 +104,7 @@ class LinearBenchConfig:
     recommended_min_steps: int = 500
     recommended_folds: int = 1
     recommended_candidates: tuple[str, ...] | None = None
-    recommended_l2: float | None = None
+    recommended_l2: float | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 2:
@@ -129,8 +130,13 @@ class LinearBenchConfig:
         if not _finite(lr) or lr <= 0:
             raise ValueError(f"`recommended_learning_rate` must be a finite number > 0, "
                              f"got {lr!r}.")
-        if l2 is not None and (not _finite(l2) or l2 < 0):
-            raise ValueError(f"`recommended_l2` must be a finite number >= 0, got {l2!r}.")
+        if l2 is not None:
+            values = (l2,) if isinstance(l2, (int, float)) and not isinstance(l2, bool) else l2
+            if (isinstance(values, str) or not isinstance(values, (tuple, list)) or not values
+                    or not all(_finite(v) and v >= 0 for v in values)
+                    or len(set(values)) != len(values)):
+                raise ValueError(f"`recommended_l2` must be a finite number >= 0 or a "
+                                 f"non-empty tuple of distinct ones, got {l2!r}.")
         names = self.recommended_candidates
         if names is not None:
             from adpue_tf.recommend import CANDIDATES

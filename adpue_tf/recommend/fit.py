@@ -21,13 +21,14 @@ split, the nets it only trains with (``θ̂``, say) are shared from the choice.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import numbers
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -132,9 +133,11 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         build_net: returns a fresh Keras model (features -> one logit, no final
             sigmoid), e.g. ``lambda: keras.Sequential([keras.Input((d,)),
             keras.layers.Dense(1)])``. Called once per trained net. Or a
-            mapping ``{name: build_net}``: each goes through the whole call on
-            the same held-out rows, and the fit whose choice has the lowest
-            held-out NLL of ``W`` (the Brier score if some ``θ̂`` failed) is
+            mapping ``{name: build_net}``: every net's candidates are trained
+            and chosen among on the same held-out rows (the nets that train
+            together share one pass, so a second net of a small model costs
+            little), and the net whose choice has the lowest held-out NLL of
+            ``W`` (the Brier score if some ``θ̂`` failed) is refitted and
             returned, naming it in ``.net``. A net's penalties (L2, L1) add to
             every candidate's risk, some on a smaller scale than a log-loss,
             and the strength that suits small data depends on the data: give
@@ -205,11 +208,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    if isinstance(build_net, Mapping):  # every keyword option, as given (the parameters only)
-        options = {k: v for k, v in locals().items() if k not in ("build_net", "x_pu", "w",
-                                                                   "x_e", "e")}
-        return _each_net(build_net, x_pu, w, x_e, e, options=options)
-    net = check_net(build_net)
+    builders = _builders(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
     if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
@@ -236,11 +235,15 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
                         optimizer=lambda: keras.optimizers.Adam(lr), patience=stale)
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
-    check_inputs(net, pu)
-    check_ids(net, pu, ex)
+    hints = {}
+    for key, builder in builders.items():
+        with _naming(key):
+            net = check_net(builder)
+            check_inputs(net, pu)
+            check_ids(net, pu, ex)
+            hints[key] = scale_hint(net, pu)
     check_labels(pu, ex, 1)
-    hint = scale_hint(net, pu)
-    for warning in (hint, shift_hint(pu, ex)):
+    for warning in dict.fromkeys((*hints.values(), shift_hint(pu, ex))):
         if warning is not None:
             warnings.warn(warning, UserWarning, stacklevel=2)
     split = float(validation_split)
@@ -254,12 +257,80 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     positives = int(pu.y[pu_fold >= 0].sum())  # observed positives held out
     skipped = overruled_anyway(names, positives) if candidates is None else ()
     names, asked = tuple(n for n in names if n not in skipped), names
-    show = _progress(verbose, k * (len(names) + 1) + (len(names) if final == "refit" else 0))
-    stages = _stages(build_net, pu, ex, settings, k, pu_fold, e_fold, show)
-    _train(stages, names, pu, ex, pu_fold, e_fold)
-    if skipped and any(st.try_get(PREFERRED) is None for st in stages):
-        names, skipped = asked, ()  # blend failed: the rule chooses among them all
-        _train(stages, names, pu, ex, pu_fold, e_fold)
+    show = _progress(verbose, len(builders) * k * (len(names) + 1)
+                     + (len(names) if final == "refit" else 0))
+    stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show)
+              for key, b in builders.items()}
+    # Every net's nets that train together do so in one pass (joint.py), then the rest.
+    _train([st for group in stages.values() for st in group], names, pu, ex, pu_fold, e_fold)
+    picked: dict[str | None, _Selection] = {}
+    for key, group in stages.items():
+        tried, passed = names, skipped
+        if skipped and any(st.try_get(PREFERRED) is None for st in group):
+            tried, passed = asked, ()  # blend failed: the rule chooses among them all
+            _train(group, tried, pu, ex, pu_fold, e_fold)
+        with _naming(key):
+            picked[key] = _select(group, tried, passed, positives, float(tolerance),
+                                  hints[key])
+    held = {key: sel.nll.get(sel.choice, math.nan) for key, sel in picked.items()}
+    if not all(math.isfinite(v) for v in held.values()):  # some θ̂ failed: the Brier score
+        held = {key: sel.scores[sel.choice] for key, sel in picked.items()}
+    best = min(held, key=held.__getitem__)  # ties: the first given
+    sel, group = picked[best], stages[best]
+    choice, failed = sel.choice, sel.failed
+    selected = time.perf_counter()
+    model = fold_average(group, choice)
+    if final == "refit":
+        whole = Stage(builders[best], pu, ex, settings,
+                      epochs={n: max(1, v) for n, v in sel.kept.items()},
+                      parts=group[0].parts, progress=show)
+        if k == 1:
+            _share_helpers(group[0], whole, choice)
+        train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
+        refitted = whole.try_get(choice)
+        if refitted is None:  # diverged on all rows: keep the fold models
+            failed[choice] = f"refit on all rows: {whole.failed[choice]}"
+            final = "average"
+        else:
+            model = refitted
+    if verbose and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    trained = sel.trained
+    return PUEFit(
+        model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
+        brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,
+        theta_calibration=sel.pooled.theta_calibration() if sel.theta_ok else {},
+        parts={n: group[0].parts[n] for n in trained if n in group[0].parts},
+        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(sel.pooled.w),
+              "e_held_out": len(sel.pooled.e), "w_held_out": positives},
+        seconds={"select": selected - start, "refit": time.perf_counter() - selected},
+        candidates={n: fold_average(group, n) for n in trained},
+        failed={n: v for n, v in failed.items() if n != "theta" or not trained},
+        folds=k, final=final, skipped=sel.skipped,
+        fold_models={n: tuple(st.get(n) for st in group) for n in trained},
+        net=best, net_scores=held if best is not None else {})
+
+
+@dataclasses.dataclass
+class _Selection:
+    """One net's choice on the held-out rows: its candidates' scores and the chosen one."""
+
+    choice: str
+    trained: list[str]
+    scores: dict[str, float]
+    nll: dict[str, float]
+    gap_se: dict[str, float]
+    nll_se: dict[str, float]
+    failed: dict[str, str]
+    kept: dict[str, int]
+    pooled: Pooled
+    theta_ok: bool
+    skipped: tuple[str, ...]
+
+
+def _select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...],
+            positives: int, tolerance: float, hint: str | None) -> _Selection:
+    """Score one net's trained candidates on the held-out rows and choose (``rule.choose``)."""
     failed = {n: next(st.failed[n] for st in stages if n in st.failed)
               for n in (*names, "theta") if any(n in st.failed for st in stages)}
     trained = [n for n in names if n != "average" and n not in failed]
@@ -289,58 +360,36 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
                     nll_se=nll_se, derived=DERIVED, positives=positives)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
-    selected = time.perf_counter()
-    model = fold_average(stages, choice)
-    if final == "refit":
-        whole = Stage(build_net, pu, ex, settings, epochs={n: max(1, v) for n, v in kept.items()},
-                      parts=stages[0].parts, progress=show)
-        if k == 1:
-            _share_helpers(stages[0], whole, choice)
-        train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
-        refitted = whole.try_get(choice)
-        if refitted is None:  # diverged on all rows: keep the fold models
-            failed[choice] = f"refit on all rows: {whole.failed[choice]}"
-            final = "average"
-        else:
-            model = refitted
-    if verbose and sys.stderr.isatty():
-        sys.stderr.write("\n")
-    return PUEFit(
-        model=model, choice=choice, scores=scores, exposure_nll=nll, epochs=kept,
-        brier_gap_se=gap_se, nll_gap_se=nll_se,
-        theta_calibration=pooled.theta_calibration() if theta_ok else {},
-        parts={n: stages[0].parts[n] for n in trained if n in stages[0].parts},
-        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(pooled.w),
-              "e_held_out": len(pooled.e), "w_held_out": positives},
-        seconds={"select": selected - start, "refit": time.perf_counter() - selected},
-        candidates={n: fold_average(stages, n) for n in trained},
-        failed={n: v for n, v in failed.items() if n != "theta" or not trained},
-        folds=k, final=final, skipped=skipped,
-        fold_models={n: tuple(st.get(n) for st in stages) for n in trained})
+    return _Selection(choice=choice, trained=trained, scores=scores, nll=nll, gap_se=gap_se,
+                      nll_se=nll_se, failed=failed, kept=kept, pooled=pooled,
+                      theta_ok=theta_ok, skipped=skipped)
 
 
-def _each_net(nets: Mapping[Any, Any], x_pu: Any, w: Any, x_e: Any, e: Any,
-              *, options: dict[str, Any]) -> PUEFit:
-    """fit_pue of each net on the same held-out rows; the fit whose choice scores lowest."""
-    if not nets:
+@contextlib.contextmanager
+def _naming(key: str | None) -> Iterator[None]:
+    """Errors inside name the net of a mapping (``build_net[key]``)."""
+    if key is None:
+        yield
+        return
+    try:
+        yield
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"`build_net[{key!r}]`: {err}") from err
+
+
+def _builders(build_net: Any) -> dict[str | None, Callable[[], keras.Model]]:
+    """``{name: build_net}`` of a mapping (checked), or ``{None: build_net}``."""
+    if not isinstance(build_net, Mapping):
+        return {None: build_net}
+    if not build_net:
         raise ValueError("`build_net` as a mapping needs at least one net; got an empty one.")
-    for name, builder in nets.items():
+    for name, builder in build_net.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"`build_net`'s keys must be non-empty names (str), got {name!r}.")
         if isinstance(builder, (Mapping, keras.Model)) or not callable(builder):
             raise TypeError(f"`build_net[{name!r}]` must be a function that returns a fresh "
                             f"Keras model, got {type(builder).__name__}.")
-    fits: dict[str, PUEFit] = {}
-    for name, builder in nets.items():
-        try:
-            fits[name] = fit_pue(builder, x_pu, w, x_e, e, **options)
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"`build_net[{name!r}]`: {err}") from err
-    nll = {n: f.exposure_nll.get(f.choice, math.nan) for n, f in fits.items()}
-    held = nll if all(math.isfinite(v) for v in nll.values()) else {
-        n: f.scores[f.choice] for n, f in fits.items()}
-    best = min(held, key=held.__getitem__)  # ties: the first given
-    return dataclasses.replace(fits[best], net=best, net_scores=held)
+    return dict(build_net)
 
 
 def _drop_unscored(scores: dict[str, float], trained: list[str], failed: dict[str, str]) -> None:

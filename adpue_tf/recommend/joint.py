@@ -75,31 +75,32 @@ def _risk(name: str, y: Any, z: Any) -> Any:
 
 
 class _Joint:
-    """The summed objective of the nets ``jobs`` (``(fold, name)``), one logit column each.
+    """The summed objective of the nets ``jobs`` (``(stage, name)``), one logit column each.
 
-    Labels: ``y = [W, E, source, θ̂ of each fold..., fold]``; net ``j`` sees
-    only the rows whose fold is not its own.
+    Labels: ``y = [W, E, source, θ̂ of each stage..., fold]``; the net of stage
+    ``s`` sees only the rows whose fold is not ``folds[s]`` (stages of several
+    nets may hold out the same fold).
     """
 
-    def __init__(self, jobs: Sequence[tuple[int, str]]) -> None:
-        self.jobs = list(jobs)
+    def __init__(self, jobs: Sequence[tuple[int, str]], folds: Sequence[int]) -> None:
+        self.jobs, self.folds = list(jobs), list(folds)
 
     def __call__(self, y_true: Any, y_pred: Any) -> Any:
         y_true = tf.cast(y_true, tf.float32)
         y_pred = tf.cast(y_pred, tf.float32)
         total = 0.0
-        # The rows of a fold are masked once for all its nets, so that the nets of
-        # one fold read the same label tensor (checked once: risks._batch).
+        # The rows of a stage are masked once for all its nets, so that the nets of
+        # one stage read the same label tensor (checked once: risks._batch).
         rows: dict[tuple[int, bool], tuple[Any, Any]] = {}
-        for j, (fold, name) in enumerate(self.jobs):
+        for j, (s, name) in enumerate(self.jobs):
             later = name in LATER
-            if (fold, later) not in rows:
-                keep = tf.not_equal(y_true[:, -1], float(fold))
+            if (s, later) not in rows:
+                keep = tf.not_equal(y_true[:, -1], float(self.folds[s]))
                 y = y_true[:, :3]
                 if later:
-                    y = tf.concat([y, y_true[:, 3 + fold:4 + fold]], axis=1)
-                rows[fold, later] = (tf.boolean_mask(y, keep), keep)
-            y, keep = rows[fold, later]
+                    y = tf.concat([y, y_true[:, 3 + s:4 + s]], axis=1)
+                rows[s, later] = (tf.boolean_mask(y, keep), keep)
+            y, keep = rows[s, later]
             total += _risk(name, y, tf.boolean_mask(y_pred[:, j:j + 1], keep))
         return total
 
@@ -147,11 +148,12 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
                    pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
     """Train ``names`` of every stage in one pass; install each net in its stage.
 
-    Stage ``s`` trains on the rows whose fold is not ``s`` (``-1``: no stage
+    A stage trains on the rows whose fold is not its ``fold`` (``-1``: no stage
     holds the row out). Nets a stage has already are skipped.
 
     Args:
-        stages: the stages, one per fold (their ``held_out`` are fold ``s``).
+        stages: the stages, one per fold and net (``held_out``: the rows of
+            their ``fold``; the nets of a mapping share the folds).
         names: nets of :data:`TOGETHER` or of :data:`LATER` (not both).
         pu, e: every PU and E row.
         pu_fold, e_fold: each row's fold.
@@ -186,7 +188,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         model = keras.Model(inputs, outs[0] if len(outs) == 1 else
                             keras.layers.Concatenate()(outs))
         compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps,
-                        loss=_Joint(jobs))
+                        loss=_Joint(jobs, [st.fold for st in stages]))
         return model
 
     optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
@@ -194,8 +196,9 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     features = repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str),
                                           pu.x))
     probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
-    joint = compiled(first.build_net, (tuple(jobs), pu_only, steps, optimizer, features,
-                                       id(tf.distribute.get_strategy())), fresh, build, probe)
+    joint = compiled([stages[s].build_net for s, _ in jobs],
+                     (tuple(jobs), tuple(st.fold for st in stages), pu_only, steps, optimizer,
+                      features, id(tf.distribute.get_strategy())), fresh, build, probe)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
     for (s, name), net in zip(jobs, live):

@@ -117,7 +117,7 @@ class PUEFit:
         if self.net_scores:
             lines += ["", f"Net: {self.net}, the lowest held-out score of its choice among "
                           + ", ".join(f"{n} {v:.4f}" for n, v in self.net_scores.items())
-                          + " (each net through the whole call on the same held-out rows)."]
+                          + " (every net chosen on the same held-out rows)."]
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

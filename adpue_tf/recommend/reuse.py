@@ -129,14 +129,16 @@ def _same_outputs(live: Sequence[keras.Model], fresh: Sequence[keras.Model], pro
     return True
 
 
-def compiled(build_net: Callable[[], keras.Model], key: Hashable,
-             fresh: Sequence[keras.Model],
+def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.Model]],
+             key: Hashable, fresh: Sequence[keras.Model],
              build: Callable[[Sequence[keras.Model]], keras.Model],
              probe: Any = None) -> Compiled:
     """The compiled joint model for ``fresh``'s nets, kept or new, loaded with their state.
 
     Args:
-        build_net: the function the nets come from (the cache's owner).
+        build_net: the function the nets come from (the cache's owner), or one
+            per net of ``fresh`` (a pass over several nets of a mapping; the
+            first owns the cache).
         key: the pass's jobs, losses, optimizer and steps (what the traced
             step depends on besides the nets).
         fresh: the pass's new nets, in job order.
@@ -150,19 +152,25 @@ def compiled(build_net: Callable[[], keras.Model], key: Hashable,
         ``fresh`` themselves when nothing is kept); call its ``give`` after
         training.
     """
-    sig = signature(fresh[0])
-    small = sum(int(np.prod(v.shape)) for v in fresh[0].variables) <= MAX_PARAMS
+    builders = (list(build_net) if isinstance(build_net, Sequence)
+                else [build_net] * len(fresh))
+    if len(builders) != len(fresh):
+        raise ValueError(f"`build_net` gives {len(builders)} functions for {len(fresh)} nets.")
+    sigs = tuple(signature(net) for net in fresh)
+    small = all(sum(int(np.prod(v.shape)) for v in net.variables) <= MAX_PARAMS
+                for net in fresh)
     try:
-        kept = _KEPT.setdefault(build_net, {}) if sig is not None and small else None
+        kept = (_KEPT.setdefault(builders[0], {})
+                if None not in sigs and small else None)
     except TypeError:  # build_net takes no weak reference
         kept = None
-    if kept is None or any(signature(net) != sig for net in fresh[1:]):
+    if kept is None:
         return Compiled(build(fresh), fresh)
-    full = (key, sig)
+    full = (key, sigs)
     entry = kept.pop(full, None)  # checked out until give()
     if entry is None:
-        live = [build_net() for _ in fresh]
-        if any(signature(net) != sig for net in live):  # build_net changed its nets
+        live = [b() for b in builders]
+        if tuple(signature(net) for net in live) != sigs:  # build_net changed its nets
             return Compiled(build(fresh), fresh)
         entry = Compiled(build(live), live, home=(kept, full))
     entry.load(fresh)

@@ -35,8 +35,13 @@ def test_settings_come_from_the_bench_config():
     assert (r.epochs, r.min_steps, r.learning_rate, r.candidates) == (
         2, 10, 0.01, ("bce_w", "ratio", "brier"))
     assert table1.LinearBenchConfig().recommended_learning_rate == 0.01
-    assert r.l2 == CFG.l2 == 0.01  # the penalty every other column carries
+    # the penalty every other column carries, and a tenth of it: one net each
+    assert r.l2 == (CFG.l2, CFG.l2 / 10) == (0.01, 0.001)
     assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=0.0)).l2 == 0.0
+    assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=(0.1,))).l2 == 0.1
+    assert recommended.from_bench(dataclasses.replace(CFG, l2=0.0)).l2 == 0.0
+    assert sorted(recommended.nets(3, r.l2)) == ["l2=0.001", "l2=0.01"]
+    assert callable(recommended.nets(3, 0.01))
     assert "Recommended" in table1.pue_methods(CFG)
     assert "Recommended" not in table1.pue_methods(dataclasses.replace(CFG, recommended=False))
 
@@ -45,6 +50,7 @@ class _FakeFit:
     """Stands in for a PUEFit: the model's logit is the first feature."""
 
     choice, scores, seconds = "bce_w", {"bce_w": -0.25}, {"select": 1.0, "refit": 0.5}
+    net = None
 
     @staticmethod
     def model(f):
@@ -57,9 +63,13 @@ def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
 
     def spy(build_net, x_pu, w, x_e, e, **kw):
         seen.append((x_pu, w, x_e, e, kw))
-        net = build_net()
-        assert net.output_shape == (None, 1) and len(net.layers) == 1  # linear, one logit
-        assert net.losses  # the L2 penalty
+        assert sorted(build_net) == ["l2=0.001", "l2=0.01"]  # two nets: the penalty and a tenth
+        for name, build in build_net.items():
+            net = build()
+            assert net.output_shape == (None, 1) and len(net.layers) == 1  # linear, one logit
+            penalty = float(net.losses[0])  # the L2 penalty of the net's initial weights
+            kernel = np.asarray(net.layers[0].kernel)
+            assert penalty == pytest.approx(float(name[3:]) * np.sum(kernel ** 2), rel=1e-5)
         return _FakeFit()
 
     monkeypatch.setattr(adp, "fit_pue", spy)
@@ -68,7 +78,7 @@ def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
                                    details=details)
     np.testing.assert_array_equal(score(stack.x_test), stack.x_test[..., 0])
     assert details["Recommended"] == {"choice": ["bce_w"] * 2, "score": [-0.25] * 2,
-                                      "seconds": [1.5] * 2}
+                                      "seconds": [1.5] * 2, "net": [None] * 2}
     x, y = _data()
     for t, (x_pu, w, x_e, e, kw) in enumerate(seen):
         s = simulate.simulate_pue(x, y, exposure_rate=CFG.exposure_rate, split=0.5,

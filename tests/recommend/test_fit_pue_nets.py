@@ -1,4 +1,4 @@
-"""fit_pue with a mapping of nets: each through the whole call on the same held-out rows; the lowest score kept."""
+"""fit_pue with a mapping of nets: every net chosen on the same held-out rows; the lowest score kept."""
 
 import math
 
@@ -59,15 +59,31 @@ def test_bad_mappings_are_refused_naming_the_net(nets, error, match):
         adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
 
 
-def test_every_keyword_option_reaches_each_net(monkeypatch):
-    import inspect
+def test_a_mapping_of_one_net_is_that_net_with_every_option():
+    """Non-default options (folds, seed, candidates) reach the nets of a mapping."""
+    options = dict(OPTIONS, seed=3, folds=2, candidates=["bce_w", "brier", "ratio"])
+    single = adp.fit_pue(_linear(0.0), S.x_pu, S.w_pu, S.x_e, S.e_e, **options)
+    mapped = adp.fit_pue({"only": _linear(0.0)}, S.x_pu, S.w_pu, S.x_e, S.e_e, **options)
+    assert mapped.net == "only" and set(mapped.net_scores) == {"only"}
+    assert mapped.folds == 2 and mapped.choice == single.choice
+    assert mapped.scores == pytest.approx(single.scores)
+    np.testing.assert_allclose(np.asarray(mapped.model(S.x_pu[:50])),
+                               np.asarray(single.model(S.x_pu[:50])), rtol=1e-5, atol=1e-6)
 
-    from adpue_tf.recommend import fit as fit_module
-    seen = {}
-    monkeypatch.setattr(fit_module, "_each_net",
-                        lambda nets, *data, options: seen.update(options))
-    adp.fit_pue({"a": _linear(0.0)}, S.x_pu, S.w_pu, S.x_e, S.e_e, seed=3, folds=2)
-    keywords = [p.name for p in inspect.signature(adp.fit_pue).parameters.values()
-                if p.kind is p.KEYWORD_ONLY]
-    assert list(seen) == keywords
-    assert seen["seed"] == 3 and seen["folds"] == 2
+
+def test_the_nets_train_together_in_one_pass(monkeypatch):
+    """The nets of every net that train jointly (θ̂, bce_w, brier; then likelihood) share a pass."""
+    from adpue_tf.recommend import joint
+    passes = []
+    real = joint.train_together
+
+    def spy(stages, names, *rest):
+        passes.append((len(stages), tuple(names)))
+        return real(stages, names, *rest)
+
+    monkeypatch.setattr(joint, "train_together", spy)
+    adp.fit_pue({"a": _linear(0.0), "b": _linear(0.1)}, S.x_pu, S.w_pu, S.x_e, S.e_e,
+                **OPTIONS)
+    # selection: two passes over both nets' stages; the refit: the winner's alone
+    assert passes[:2] == [(2, ("theta", "bce_w", "brier")), (2, ("likelihood",))]
+    assert all(n == 1 for n, _ in passes[2:])

@@ -242,10 +242,21 @@ def _targets(results: dict, rate: float) -> list[list[str]]:
     return rows
 
 
+def _penalty(l2: float | tuple[float, ...]) -> str:
+    """The Recommended net's L2 penalty, or the penalties fit_pue chose among."""
+    if isinstance(l2, (int, float)):
+        return f"L2 penalty {l2:g}·‖w‖²"
+    return (f"two or more nets, L2 penalty λ·‖w‖² with λ ∈ {{{', '.join(f'{v:g}' for v in l2)}}}, "
+            "the one whose choice has the lower held-out NLL of W kept per trial")
+
+
 def _choice_summary(details: dict) -> str:
-    """``l2/T: count`` of the recipe's choices (``fit_pue``'s candidates), most frequent first."""
-    pairs = (list(details["choice"]) if "choice" in details else
-             [f"{l2:g}/T{t}" for l2, t in zip(details["l2"], details["rounds"])])
+    """``l2/T: count`` of the recipe's choices (``fit_pue``'s: ``[net/]candidate``), most frequent first."""
+    if "choice" in details:
+        nets = details.get("net") or [None] * len(details["choice"])
+        pairs = [c if n is None else f"{n}/{c}" for n, c in zip(nets, details["choice"])]
+    else:
+        pairs = [f"{l2:g}/T{t}" for l2, t in zip(details["l2"], details["rounds"])]
     keys, counts = np.unique(pairs, return_counts=True)
     order = np.argsort(-counts, kind="stable")
     return ", ".join(f"{keys[i]}: {counts[i]}" for i in order)
@@ -298,7 +309,7 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
             "(the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out Brier score "
             f"or likelihood shows another better; always with < {MIN_POSITIVES} positives held "
             f"out) and refitted on all (epochs ≤ {r.epochs}, Adam learning rate "
-            f"{r.learning_rate}, ≥ {r.min_steps} steps per net, L2 penalty {r.l2:g}·‖w‖²; "
+            f"{r.learning_rate}, ≥ {r.min_steps} steps per net, {_penalty(r.l2)}; "
             f"candidates {', '.join(r.candidates or ()) or 'fit_pue default'}).", ""]
     if cfg.exposure_mechanism != "paper":
         lines += [f"**Exposure mechanism: {cfg.exposure_mechanism}** (not the paper's formula): "
