@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from adpue_tf import risks
 from adpue_tf._internal.guards import DIVERGED
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
@@ -173,7 +174,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     theta_pu = np.full((len(pu), folds), 0.5, np.float32)
     if any(n in LATER for _, n in jobs):
         for s, st in enumerate(stages):
-            theta_pu[:, s] = 1.0 / (1.0 + np.exp(-logits(st.get("theta"), pu.x)))
+            theta_pu[:, s] = sigmoid(logits(st.get("theta"), pu.x))
     fresh = []
     for s, name in jobs:
         stages[s].progress(name)

@@ -87,3 +87,15 @@ def test_the_nets_train_together_in_one_pass(monkeypatch):
     # selection: two passes over both nets' stages; the refit: the winner's alone
     assert passes[:2] == [(2, ("theta", "bce_w", "brier")), (2, ("likelihood",))]
     assert all(n == 1 for n, _ in passes[2:])
+
+
+def test_a_net_whose_every_candidate_diverges_is_named():
+    """One net exploding stops the joint pass; the nets then train one by one, and the error names it."""
+    def exploding():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(
+            1, kernel_initializer=keras.initializers.Constant(1e6))])
+
+    with pytest.raises(ValueError, match=r"`build_net\['exploding'\]`: Every candidate diverged"), \
+            pytest.warns(UserWarning, match="far from standardised"):
+        adp.fit_pue({"fine": _linear(0.0), "exploding": exploding}, S.x_pu, S.w_pu, S.x_e,
+                    S.e_e, **OPTIONS)
