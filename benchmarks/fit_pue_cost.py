@@ -67,6 +67,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--mixed", default=None, metavar="POLICY",
                     help="a Keras dtype policy for every net (e.g. mixed_bfloat16 on a GPU)")
+    ap.add_argument("--jit", action="store_true",
+                    help="XLA for both: the BCE fit's jit_compile and fit_pue's")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     if a.mixed:
@@ -81,14 +83,15 @@ def main() -> None:
         net = build_net(sim)
         steps = steps_per_epoch(a.pu, a.batch_size, a.epochs, 500)
         net.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=steps,
-                    loss=keras.losses.BinaryCrossentropy(from_logits=True))
+                    loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                    jit_compile=a.jit)
         net.fit(pu_batches(x_pu, pu.w.astype(np.float32), batch_size=a.batch_size, seed=0),
                 epochs=a.epochs, steps_per_epoch=steps, verbose=0)
         return net
 
     def pue():
         return adp.fit_pue(lambda: build_net(sim), x_pu, pu.w, x_e, ex.e, epochs=a.epochs,
-                           batch_size=a.batch_size, verbose=0)
+                           batch_size=a.batch_size, verbose=0, jit_compile=a.jit)
 
     load = [os.getloadavg()[0]]
     net, cpu1, wall1 = timed(bce)
@@ -104,7 +107,7 @@ def main() -> None:
         return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - test.p_y)))
 
     res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size,
-           "dtype_policy": a.mixed or "float32", "gpu": gpu_names(),
+           "dtype_policy": a.mixed or "float32", "jit_compile": a.jit, "gpu": gpu_names(),
            "bce_cpu_s": [cpu1, cpu2], "bce_wall_s": [wall1, wall2],
            "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
            "cpu_ratio": cpu_f / np.mean([cpu1, cpu2]),

@@ -11,7 +11,8 @@
 # Settings (environment): MODEL, the throughput model (mlp: the wide MLP, WIDTH units; ads:
 # the ad-log feature-dict net); RUNS, the throughput runs as POLICY:jit|nojit (default all six);
 # FIT_PUE, runs of benchmarks/fit_pue_cost.py (fit_pue against one BCE fit, and each one's
-# MAE to the true p) as POLICY:PU_ROWS:E_ROWS:BATCH (default none; they come first);
+# MAE to the true p) as POLICY:PU_ROWS:E_ROWS:BATCH[:jit] (default none; they come first;
+# ":jit": both compiled with XLA);
 # DEADLINE, seconds after which no further run starts (default 480), so that a run cut
 # short by the machine's limit still leaves every finished result in $OUT.
 #
@@ -118,15 +119,16 @@ late() {  # true (and noted) once DEADLINE seconds have passed since the start
 }
 
 for run in $FIT_PUE; do
-  IFS=: read -r policy pu e batch <<<"$run"
+  IFS=: read -r policy pu e batch jit <<<"$run"
   late "fit_pue $run" && continue
   echo "== fit_pue $run $(date -u +%T)" | tee -a "$log"
   extra=()
   [ "$policy" != float32 ] && extra+=(--mixed "$policy")
-  json="$OUT/fit_pue_${policy}_${pu}_${batch}.json"
+  [ "${jit:-}" = jit ] && extra+=(--jit)
+  json="$OUT/fit_pue_${policy}_${pu}_${batch}${jit:+_$jit}.json"
   cmd=(-m benchmarks.fit_pue_cost --pu "$pu" --e "$e" --batch-size "$batch" "${FIT_ARGS[@]}" "${extra[@]}")
   if "$PYTHON" "${cmd[@]}" --out "$json" >>"$log" 2>&1; then
-    { echo "## fit_pue against one BCE fit, $policy, $pu PU + $e E rows, batch $batch"
+    { echo "## fit_pue against one BCE fit, $policy${jit:+ + XLA}, $pu PU + $e E rows, batch $batch"
       echo
       echo "Command: \`python ${cmd[*]}\`"
       echo

@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._internal.guards import DIVERGED
+from adpue_tf._internal.guards import DIVERGED, MAX_LOGIT
 from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
@@ -107,6 +107,7 @@ class Settings:
     seed: int
     optimizer: Callable[[], Any]
     patience: int | None = None
+    jit_compile: bool = False
 
 
 class Failed(Exception):
@@ -115,6 +116,22 @@ class Failed(Exception):
 
 def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
     return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+
+def _finite_logits(*zs: np.ndarray) -> bool:
+    """Whether every logit is finite and inside the losses' clip (what their guard allows).
+
+    Under XLA (``jit_compile``) the guard's runtime check is off; a net whose
+    held-out logits blew up then gets no score for that epoch, as the guard
+    would have stopped it.
+    """
+    return all(bool(np.all(np.abs(z) < MAX_LOGIT)) for z in zs)
+
+
+def _usable(score: Callable[[np.ndarray, np.ndarray], float], y: np.ndarray,
+            z: np.ndarray) -> float:
+    """``score(y, z)``, or inf when the logits blew up (:func:`_finite_logits`)."""
+    return score(y, z) if _finite_logits(z) else math.inf
 
 
 class Stage:
@@ -199,9 +216,9 @@ class Stage:
         """The held-out score ``name``'s net keeps its best epoch by (lower is better)."""
         pu, e = self._require_held_out()
         if name == "theta":
-            return lambda m: _log_loss(e.y, logits(m, e.x))
+            return lambda m: _usable(_log_loss, e.y, logits(m, e.x))
         if name == "bce_w":
-            return lambda m: _log_loss(pu.y, logits(m, pu.x))
+            return lambda m: _usable(_log_loss, pu.y, logits(m, pu.x))
         return self._brier_of()
 
     # -- helpers --------------------------------------------------------------------
@@ -232,7 +249,8 @@ class Stage:
         steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
         # One call of the training function per epoch (the small nets of tabular data
         # spend most of a step in Python dispatch otherwise).
-        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps)
+        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps,
+                        jit_compile=cfg.jit_compile)
         watch = None
         if self.held_out is not None:
             watch = HeldOutScore(net, monitor or self._brier_of())
@@ -267,8 +285,13 @@ class Stage:
 
     def _brier_of(self) -> Callable[[keras.Model], float]:
         pu, e = self._require_held_out()
-        return lambda m: brier_unchecked(pu.y, _sigmoid(logits(m, pu.x)), e.y,
-                                         _sigmoid(logits(m, e.x)))
+        def score(m: keras.Model) -> float:
+            z_pu, z_e = logits(m, pu.x), logits(m, e.x)
+            if not _finite_logits(z_pu, z_e):
+                return math.inf
+            return brier_unchecked(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
+
+        return score
 
     def _pue_data(self, name: str, rows: int) -> Any:
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)

@@ -122,7 +122,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
             min_steps: int = 500, rounds: int = 10, refit: bool = True,
             tolerance: float = 2.0, folds: int = 1, final: str = "auto",
-            patience: int | None = 2) -> PUEFit:
+            patience: int | None = 2, jit_compile: bool = False) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose on held-out rows, keep the choice.
 
     Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
@@ -192,6 +192,12 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             held-out score for this many epochs (each keeps its best epoch);
             None: every net trains for ``epochs``. The refit on all rows
             trains each net for its kept epochs.
+        jit_compile: compile every net's training step with XLA (Keras's
+            ``jit_compile``): faster for small nets, whose steps are many
+            tiny operations, and on a GPU; the net must be one XLA compiles
+            (no string lookups, say). Under XLA the losses' runtime checks
+            are off, so a net that diverges is caught by its held-out score
+            (recorded in ``.failed``) instead of stopping its step.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
@@ -219,6 +225,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             or not 0.0 <= float(tolerance) < np.inf:
         raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     check_bool("refit", refit)
+    check_bool("jit_compile", jit_compile)
     if final not in FINALS:
         raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
     if not refit and final == "refit":
@@ -232,7 +239,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     settings = Settings(epochs=cfg_epochs, batch_size=check_int("batch_size", batch_size, 2),
                         min_steps=check_int("min_steps", min_steps, 1),
                         rounds=check_int("rounds", rounds, 1), seed=check_int("seed", seed, 0),
-                        optimizer=lambda: keras.optimizers.Adam(lr), patience=stale)
+                        optimizer=lambda: keras.optimizers.Adam(lr), patience=stale,
+                        jit_compile=jit_compile)
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
     hints = {}

@@ -189,6 +189,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         model = keras.Model(inputs, outs[0] if len(outs) == 1 else
                             keras.layers.Concatenate()(outs))
         compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps,
+                        jit_compile=cfg.jit_compile,
                         loss=_Joint(jobs, [st.fold for st in stages]))
         return model
 
@@ -199,7 +200,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
     joint = compiled([stages[s].build_net for s, _ in jobs],
                      (tuple(jobs), tuple(st.fold for st in stages), pu_only, steps, optimizer,
-                      features, id(tf.distribute.get_strategy())), fresh, build, probe)
+                      features, id(tf.distribute.get_strategy()), cfg.jit_compile),
+                     fresh, build, probe)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
     for (s, name), net in zip(jobs, live):
