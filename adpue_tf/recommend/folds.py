@@ -81,7 +81,7 @@ class Pooled:
         d_pu = 2.0 * self.w * (sigmoid(a_pu) - sigmoid(b_pu))
         return float(np.sqrt(np.var(d_e) / len(d_e) + np.var(d_pu) / len(d_pu)))
 
-    def _row_nll(self, name: str) -> np.ndarray:
+    def row_nll(self, name: str) -> np.ndarray:
         """Per held-out PU row: NLL of ``W`` under ``σ(z)·θ̂`` (cached)."""
         if name not in self._nll:
             theta = sigmoid(self.logits("theta")[0])
@@ -90,11 +90,11 @@ class Pooled:
 
     def exposure_nll(self, name: str) -> float:
         """Mean NLL of held-out ``W`` under ``σ(z)·θ̂``, ``θ̂`` cross-fitted (each fold's own)."""
-        return float(np.mean(self._row_nll(name)))
+        return float(np.mean(self.row_nll(name)))
 
     def nll_paired_se(self, name: str, other: str) -> float:
         """Standard error of the held-out NLL of ``name`` minus that of ``other`` (paired over PU rows)."""
-        d = self._row_nll(name) - self._row_nll(other)
+        d = self.row_nll(name) - self.row_nll(other)
         return float(np.sqrt(np.var(d) / len(d)))
 
     def theta_calibration(self, bins: int = 10) -> dict[str, float]:

@@ -21,12 +21,13 @@ def _linear(l2: float):
 
 def test_the_net_whose_choice_scores_lowest_is_returned_as_its_own_fit():
     nets = {"l2_strong": _linear(1.0), "l2_none": _linear(0.0)}
-    fit = adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+    fit = adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, tolerance=0.0, **OPTIONS)
     assert set(fit.net_scores) == set(nets)
     assert all(math.isfinite(v) for v in fit.net_scores.values())
     assert fit.net == min(fit.net_scores, key=fit.net_scores.get)
     # the scores are each fit's own held-out NLL of its choice (every θ̂ trained here)
-    alone = {n: adp.fit_pue(b, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS) for n, b in nets.items()}
+    alone = {n: adp.fit_pue(b, S.x_pu, S.w_pu, S.x_e, S.e_e, tolerance=0.0, **OPTIONS)
+             for n, b in nets.items()}
     for name, single in alone.items():
         assert fit.net_scores[name] == pytest.approx(single.exposure_nll[single.choice])
         assert single.net is None and single.net_scores == {}
@@ -37,8 +38,27 @@ def test_the_net_whose_choice_scores_lowest_is_returned_as_its_own_fit():
     assert f"Net: {fit.net}," in fit.report()
 
 
+def _mlp(seed: int):
+    def build():
+        init = keras.initializers.GlorotUniform(seed=seed)
+        return keras.Sequential([keras.Input((2,)),
+                                 keras.layers.Dense(8, "relu", kernel_initializer=init),
+                                 keras.layers.Dense(1)])
+    return build
+
+
+def test_the_first_net_stays_unless_another_is_clearly_better():
+    """Two nets alike but for their initial weights: whichever is given first is kept (2 SE)."""
+    a, b = _mlp(1), _mlp(2)
+    first = adp.fit_pue({"a": a, "b": b}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+    swapped = adp.fit_pue({"b": b, "a": a}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+    assert (first.net, swapped.net) == ("a", "b")
+    assert first.net_scores["a"] != first.net_scores["b"]  # the lower alone would flip one
+    assert first.net_scores == pytest.approx(swapped.net_scores)
+
+
 def test_a_heavily_penalised_net_loses_to_a_free_one():
-    """An L2 of 10 pins the weights near 0: its choice cannot model W as well."""
+    """An L2 of 10 pins the weights near 0: its choice cannot model W as well (given first, overruled)."""
     fit = adp.fit_pue({"pinned": _linear(10.0), "free": _linear(0.0)}, S.x_pu, S.w_pu,
                       S.x_e, S.e_e, **OPTIONS)
     assert fit.net == "free"
