@@ -18,10 +18,10 @@ from adpue_tf.recommend.candidates import (
     PREFERRED,
 )
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature
-from adpue_tf.recommend.fit import fit_pue
+from adpue_tf.recommend.fit import NET_TOLERANCE, fit_pue
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES",
-           "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean", "RatioLogit", "ThetaFeature",
-           "choose", "fit_pue"]
+           "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean",
+           "RatioLogit", "ThetaFeature", "choose", "fit_pue"]
