@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._internal.guards import DIVERGED, MAX_LOGIT
+from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
@@ -49,9 +49,11 @@ from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
     compile_for_fit,
+    finite_logits,
     logits,
     pu_batches,
     steps_per_epoch,
+    usable_score,
 )
 from adpue_tf.validation.scores import brier_unchecked
 
@@ -116,22 +118,6 @@ class Failed(Exception):
 
 def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
     return float(np.mean(np.logaddexp(0.0, z) - y * z))
-
-
-def _finite_logits(*zs: np.ndarray) -> bool:
-    """Whether every logit is finite and inside the losses' clip (what their guard allows).
-
-    Under XLA (``jit_compile``) the guard's runtime check is off; a net whose
-    held-out logits blew up then gets no score for that epoch, as the guard
-    would have stopped it.
-    """
-    return all(bool(np.all(np.abs(z) < MAX_LOGIT)) for z in zs)
-
-
-def _usable(score: Callable[[np.ndarray, np.ndarray], float], y: np.ndarray,
-            z: np.ndarray) -> float:
-    """``score(y, z)``, or inf when the logits blew up (:func:`_finite_logits`)."""
-    return score(y, z) if _finite_logits(z) else math.inf
 
 
 class Stage:
@@ -216,9 +202,9 @@ class Stage:
         """The held-out score ``name``'s net keeps its best epoch by (lower is better)."""
         pu, e = self._require_held_out()
         if name == "theta":
-            return lambda m: _usable(_log_loss, e.y, logits(m, e.x))
+            return lambda m: usable_score(_log_loss, e.y, logits(m, e.x))
         if name == "bce_w":
-            return lambda m: _usable(_log_loss, pu.y, logits(m, pu.x))
+            return lambda m: usable_score(_log_loss, pu.y, logits(m, pu.x))
         return self._brier_of()
 
     # -- helpers --------------------------------------------------------------------
@@ -287,7 +273,7 @@ class Stage:
         pu, e = self._require_held_out()
         def score(m: keras.Model) -> float:
             z_pu, z_e = logits(m, pu.x), logits(m, e.x)
-            if not _finite_logits(z_pu, z_e):
+            if not finite_logits(z_pu, z_e):
                 return math.inf
             return brier_unchecked(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
 

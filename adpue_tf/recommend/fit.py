@@ -22,8 +22,6 @@ split, the nets it only trains with (``θ̂``, say) are shared from the choice.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import math
 import numbers
 import sys
 import time
@@ -40,13 +38,11 @@ from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
-    DERIVED,
-    NOT_AVERAGED,
     PREFERRED,
     Settings,
     Stage,
 )
-from adpue_tf.recommend.folds import Pooled, fold_average, split_folds
+from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_ids,
     check_inputs,
@@ -58,7 +54,8 @@ from adpue_tf.recommend.inputs import (
 )
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import choose, overruled_anyway, reference
+from adpue_tf.recommend.rule import choose, overruled_anyway
+from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 
 __all__ = ["FINALS", "FOLDS_FINAL", "NET_TOLERANCE", "PUEFit", "choose", "fit_pue"]
 
@@ -66,13 +63,6 @@ __all__ = ["FINALS", "FOLDS_FINAL", "NET_TOLERANCE", "PUEFit", "choose", "fit_pu
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with
 #: one split, its model trained on the training part), ``"auto"``.
 FINALS = ("auto", "refit", "average")
-#: A later net of a mapping replaces the first given when its choice's held-out NLL
-#: of ``W`` is lower by this many standard errors of the paired difference. Measured
-#: (two L2 strengths, 15 trials each of Table 1's australian and german and of
-#: scikit-learn's digits): 1 kept digits' gain from the weaker penalty (0.838 against
-#: 0.813) and german's from the stronger (0.742 against 0.740 for the lower NLL
-#: alone); 2 gave up half of digits' gain (0.824).
-NET_TOLERANCE = 1.0
 #: ``final="auto"`` with folds (one split: ``"refit"``): the refit for the median
 #: epochs of the folds was closer to the truth than the fold average, whose
 #: nets keep epochs chosen on one small fold each (docs/guide/choosing-models.md).
@@ -280,16 +270,16 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
               for key, b in builders.items()}
     # Every net's nets that train together do so in one pass (joint.py), then the rest.
     _train([st for group in stages.values() for st in group], names, pu, ex, pu_fold, e_fold)
-    picked: dict[str | None, _Selection] = {}
+    picked: dict[str | None, Selection] = {}
     for key, group in stages.items():
         tried, passed = names, skipped
         if skipped and any(st.try_get(PREFERRED) is None for st in group):
             tried, passed = asked, ()  # blend failed: the rule chooses among them all
             _train(group, tried, pu, ex, pu_fold, e_fold)
         with _naming(key):
-            picked[key] = _select(group, tried, passed, positives, float(tolerance),
+            picked[key] = select(group, tried, passed, positives, float(tolerance),
                                   hints[key])
-    held, best = _pick_net(picked, NET_TOLERANCE)
+    held, best = pick_net(picked, NET_TOLERANCE)
     sel, group = picked[best], stages[best]
     choice, failed = sel.choice, sel.failed
     selected = time.perf_counter()
@@ -325,85 +315,6 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         net=best, net_scores=held if best is not None else {})
 
 
-def _pick_net(picked: dict[Any, _Selection], tolerance: float) -> tuple[dict[Any, float], Any]:
-    """Each net's held-out score of its choice, and the net kept.
-
-    The score is the NLL of held-out ``W`` under ``σ(z)·θ̂`` (each net's own
-    ``θ̂``; the exposure Brier score if some ``θ̂`` failed). The first net
-    given stays unless another's choice scores lower by ``tolerance``
-    standard errors of the paired difference over the held-out PU rows (the
-    lowest of those, then): on a few dozen held-out rows the lower score
-    alone picked the weaker penalty about half the time where the stronger
-    one was better (:data:`NET_TOLERANCE`).
-    """
-    held = {key: sel.nll.get(sel.choice, math.nan) for key, sel in picked.items()}
-    first = next(iter(picked))
-    if not all(math.isfinite(v) for v in held.values()):  # some θ̂ failed: the Brier score
-        held = {key: sel.scores[sel.choice] for key, sel in picked.items()}
-        return held, min(held, key=held.__getitem__)  # ties: the first given
-    rows = picked[first].pooled.row_nll(picked[first].choice)
-    better = {}
-    for key, sel in picked.items():
-        d = sel.pooled.row_nll(sel.choice) - rows
-        if key == first or np.mean(d) < -tolerance * float(np.sqrt(np.var(d) / len(d))):
-            better[key] = held[key]
-    return held, min(better, key=better.__getitem__)
-
-
-@dataclasses.dataclass
-class _Selection:
-    """One net's choice on the held-out rows: its candidates' scores and the chosen one."""
-
-    choice: str
-    trained: list[str]
-    scores: dict[str, float]
-    nll: dict[str, float]
-    gap_se: dict[str, float]
-    nll_se: dict[str, float]
-    failed: dict[str, str]
-    kept: dict[str, int]
-    pooled: Pooled
-    theta_ok: bool
-    skipped: tuple[str, ...]
-
-
-def _select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...],
-            positives: int, tolerance: float, hint: str | None) -> _Selection:
-    """Score one net's trained candidates on the held-out rows and choose (``rule.choose``)."""
-    failed = {n: next(st.failed[n] for st in stages if n in st.failed)
-              for n in (*names, "theta") if any(n in st.failed for st in stages)}
-    trained = [n for n in names if n != "average" and n not in failed]
-    pooled = Pooled(stages)
-    scores = {n: pooled.brier(n) for n in trained}
-    _drop_unscored(scores, trained, failed)
-    singles = sorted((scores[n], n) for n in trained if n not in NOT_AVERAGED)
-    if "average" in names and len(singles) >= 2:
-        pair = (singles[0][1], singles[1][1])
-        for st in stages:
-            st.parts["average"] = pair
-        if all(st.try_get("average") is not None for st in stages):
-            trained.append("average")
-            scores["average"] = pooled.brier("average")
-            _drop_unscored(scores, trained, failed)
-    if not trained:
-        raise ValueError("Every candidate diverged: " + "; ".join(
-            dict.fromkeys(v for n, v in failed.items() if n != "theta"))
-            + ". Lower `learning_rate`." + (f" {hint}" if hint else ""))
-    best = reference(scores, DERIVED, names)
-    theta_ok = "theta" not in failed
-    nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
-    gap_se = {n: pooled.paired_se(n, best) for n in trained}
-    nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
-              if theta_ok and PREFERRED in trained else {})
-    choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
-                    nll_se=nll_se, derived=DERIVED, positives=positives)
-    kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
-            for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
-    return _Selection(choice=choice, trained=trained, scores=scores, nll=nll, gap_se=gap_se,
-                      nll_se=nll_se, failed=failed, kept=kept, pooled=pooled,
-                      theta_ok=theta_ok, skipped=skipped)
-
-
 @contextlib.contextmanager
 def _naming(key: str | None) -> Iterator[None]:
     """Errors inside name the net of a mapping (``build_net[key]``)."""
@@ -429,15 +340,6 @@ def _builders(build_net: Any) -> dict[str | None, Callable[[], keras.Model]]:
             raise TypeError(f"`build_net[{name!r}]` must be a function that returns a fresh "
                             f"Keras model, got {type(builder).__name__}.")
     return dict(build_net)
-
-
-def _drop_unscored(scores: dict[str, float], trained: list[str], failed: dict[str, str]) -> None:
-    """Move the candidates whose pooled held-out score is not finite from ``trained`` to ``failed``."""
-    for name in [n for n, v in scores.items() if not math.isfinite(v)]:
-        failed[name] = (f"{name} has no finite held-out score (its outputs on held-out rows "
-                        "are NaN or infinite)")
-        trained.remove(name)
-        del scores[name]
 
 
 def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:

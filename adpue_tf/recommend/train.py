@@ -25,11 +25,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.guards import MAX_LOGIT
 from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.data._streams import gathered_batches
 
-__all__ = ["HeldOutScore", "StopWhenStale", "compile_for_fit", "logits", "pu_batches",
-           "steps_per_epoch"]
+__all__ = ["HeldOutScore", "StopWhenStale", "compile_for_fit", "finite_logits", "logits",
+           "pu_batches", "steps_per_epoch", "usable_score"]
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192
@@ -70,6 +71,22 @@ def logits(model: keras.Model, x: Any) -> np.ndarray:
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
         parts.append(np.reshape(keras.ops.convert_to_numpy(forward(rows)), (-1,)))
     return np.concatenate(parts).astype(np.float64)
+
+
+def finite_logits(*zs: np.ndarray) -> bool:
+    """Whether every logit is finite and inside the losses' clip (what their guard allows).
+
+    Under XLA (``jit_compile``) the guard's runtime check is off; a net whose
+    held-out logits blew up then gets no score for that epoch, as the guard
+    would have stopped it.
+    """
+    return all(bool(np.all(np.abs(z) < MAX_LOGIT)) for z in zs)
+
+
+def usable_score(score: Callable[[np.ndarray, np.ndarray], float], y: np.ndarray,
+            z: np.ndarray) -> float:
+    """``score(y, z)``, or inf when the logits blew up (:func:`finite_logits`)."""
+    return score(y, z) if finite_logits(z) else math.inf
 
 
 def compile_for_fit(model: keras.Model, **kwargs: Any) -> None:
