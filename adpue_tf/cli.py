@@ -123,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "fit_pue's defaults")
     linear.add_argument("--recommended-l2", type=_floats, default=None,
                         help="Recommended: L2 penalties of the linear net, comma-separated, "
-                             "one net each (fit_pue keeps the one whose choice has the lower "
-                             "held-out NLL); default: the one every other column carries "
-                             "(--l2) and a tenth of it; 0: none")
+                             "one net each (fit_pue keeps the first unless another's choice "
+                             "has a clearly lower held-out NLL); default: the one every "
+                             "other column carries (--l2) and a tenth of it; 0: none")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
     neural.add_argument("--ratios", type=_floats, default="0.1,0.3,0.5,0.7,0.9",
                         help="separate ratios")

@@ -6,9 +6,9 @@ trial's PU rows with their ``W`` and its E rows with their ``E``, never a
 hidden ``Y`` or a test label, with the linear net
 ``keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)])`` with the L2
 penalty ``l2·‖w‖²``: by default two such nets, the other columns' ``l2`` and
-``l2/10``, as a mapping (fit_pue keeps the one whose choice has the lower
-held-out NLL; no single strength served every data set, docs/guide/
-choosing-models.md), unless ``recommended_l2`` says otherwise; seed ``seed + t``:
+``l2/10``, as a mapping (fit_pue keeps the first unless the other's choice
+has a clearly lower held-out NLL; no single strength served every data set,
+docs/guide/choosing-models.md), unless ``recommended_l2`` says otherwise; seed ``seed + t``:
 one held-out split by default, ``K``-fold cross-fitting with ``folds``.
 The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
@@ -105,11 +105,10 @@ def nets(d: int, l2: float | tuple[float, ...]
         >>> sorted(nets(3, (0.01, 0.001)))
         ['l2=0.001', 'l2=0.01']
     """
-    if isinstance(l2, (int, float)):
-        return _linear(d, float(l2))
-    if len(l2) == 1:
-        return _linear(d, float(l2[0]))
-    return {f"l2={v:g}": _linear(d, float(v)) for v in l2}
+    values = (l2,) if isinstance(l2, (int, float)) else tuple(l2)
+    if len(values) == 1:
+        return _linear(d, float(values[0]))
+    return {f"l2={v:g}": _linear(d, float(v)) for v in values}
 
 
 def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: int = 0,

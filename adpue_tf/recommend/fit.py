@@ -277,8 +277,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             tried, passed = asked, ()  # blend failed: the rule chooses among them all
             _train(group, tried, pu, ex, pu_fold, e_fold)
         with _naming(key):
-            picked[key] = select(group, tried, passed, positives, float(tolerance),
-                                  hints[key])
+            picked[key] = select(group, tried, passed, positives, float(tolerance), hints[key])
     held, best = pick_net(picked, NET_TOLERANCE)
     sel, group = picked[best], stages[best]
     choice, failed = sel.choice, sel.failed

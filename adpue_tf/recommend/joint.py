@@ -90,18 +90,19 @@ class _Joint:
         y_true = tf.cast(y_true, tf.float32)
         y_pred = tf.cast(y_pred, tf.float32)
         total = 0.0
-        # The rows of a stage are masked once for all its nets, so that the nets of
-        # one stage read the same label tensor (checked once: risks._batch).
-        rows: dict[tuple[int, bool], tuple[Any, Any]] = {}
+        # The rows of a fold are masked once for all the nets that hold it out (every
+        # net of a mapping), so that they read the same label tensor (checked once:
+        # risks._batch); a LATER net's labels carry its own stage's θ̂ column.
+        rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
         for j, (s, name) in enumerate(self.jobs):
-            later = name in LATER
-            if (s, later) not in rows:
+            key = (self.folds[s], s if name in LATER else None)
+            if key not in rows:
                 keep = tf.not_equal(y_true[:, -1], float(self.folds[s]))
                 y = y_true[:, :3]
-                if later:
+                if name in LATER:
                     y = tf.concat([y, y_true[:, 3 + s:4 + s]], axis=1)
-                rows[s, later] = (tf.boolean_mask(y, keep), keep)
-            y, keep = rows[s, later]
+                rows[key] = (tf.boolean_mask(y, keep), keep)
+            y, keep = rows[key]
             total += _risk(name, y, tf.boolean_mask(y_pred[:, j:j + 1], keep))
         return total
 

@@ -32,6 +32,7 @@ __all__ = ["NET_TOLERANCE", "Selection", "pick_net", "select"]
 #: alone); 2 gave up half of digits' gain (0.824).
 NET_TOLERANCE = 1.0
 
+
 def pick_net(picked: dict[Any, Selection], tolerance: float) -> tuple[dict[Any, float], Any]:
     """Each net's held-out score of its choice, and the net kept.
 
@@ -75,7 +76,7 @@ class Selection:
 
 
 def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...],
-            positives: int, tolerance: float, hint: str | None) -> Selection:
+           positives: int, tolerance: float, hint: str | None) -> Selection:
     """Score one net's trained candidates on the held-out rows and choose (``rule.choose``)."""
     failed = {n: next(st.failed[n] for st in stages if n in st.failed)
               for n in (*names, "theta") if any(n in st.failed for st in stages)}
@@ -107,8 +108,8 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     return Selection(choice=choice, trained=trained, scores=scores, nll=nll, gap_se=gap_se,
-                      nll_se=nll_se, failed=failed, kept=kept, pooled=pooled,
-                      theta_ok=theta_ok, skipped=skipped)
+                     nll_se=nll_se, failed=failed, kept=kept, pooled=pooled,
+                     theta_ok=theta_ok, skipped=skipped)
 
 
 def _drop_unscored(scores: dict[str, float], trained: list[str], failed: dict[str, str]) -> None:

@@ -84,7 +84,7 @@ def finite_logits(*zs: np.ndarray) -> bool:
 
 
 def usable_score(score: Callable[[np.ndarray, np.ndarray], float], y: np.ndarray,
-            z: np.ndarray) -> float:
+                 z: np.ndarray) -> float:
     """``score(y, z)``, or inf when the logits blew up (:func:`finite_logits`)."""
     return score(y, z) if finite_logits(z) else math.inf
 

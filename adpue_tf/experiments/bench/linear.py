@@ -247,7 +247,8 @@ def _penalty(l2: float | tuple[float, ...]) -> str:
     if isinstance(l2, (int, float)):
         return f"L2 penalty {l2:g}·‖w‖²"
     return (f"two or more nets, L2 penalty λ·‖w‖² with λ ∈ {{{', '.join(f'{v:g}' for v in l2)}}}, "
-            "the one whose choice has the lower held-out NLL of W kept per trial")
+            "the first kept per trial unless another's choice has a held-out NLL of W lower "
+            "by `adp.recommend.NET_TOLERANCE` standard errors")
 
 
 def _choice_summary(details: dict) -> str:
