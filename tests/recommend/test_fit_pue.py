@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -258,7 +260,9 @@ def test_unscaled_features_are_warned_about_and_scaled_ones_are_not(data):
         adp.fit_pue(linear(), data.x_pu + 1e3, data.w_pu, data.x_e + 1e3, data.e_e,
                     candidates=["bce_w"], **FAST)
     net = linear()()
-    assert scale_hint(net, Rows(data.x_pu, data.w_pu)) is None
+    with warnings.catch_warnings():  # no DeprecationWarning either (NumPy 2 on a Keras variable)
+        warnings.simplefilter("error")
+        assert scale_hint(net, Rows(data.x_pu, data.w_pu)) is None
     rare = keras.Sequential([keras.Input((2,)), keras.layers.Dense(
         1, bias_initializer=keras.initializers.Constant(-11.5))])  # a base rate of 1e-5
     assert scale_hint(rare, Rows(data.x_pu, data.w_pu)) is None
