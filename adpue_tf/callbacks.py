@@ -93,7 +93,7 @@ class RefreshDagger(keras.callbacks.Callback):
         self._first_epoch = True
 
     def _iterations(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        return int(self.model.optimizer.iterations.numpy())
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         if self.every_n_steps is not None:

@@ -173,12 +173,12 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     @property
     def dagger_mode(self) -> int:
         """Source of ``f†`` now: ``DIRECT`` (0), ``INITIAL`` (1) or ``SNAPSHOT`` (2)."""
-        return int(ops.convert_to_numpy(self._mode))
+        return int(self._mode.numpy())
 
     @property
     def refreshes(self) -> int:
         """How many times the snapshot was refreshed (the paper's rounds ``T``)."""
-        return int(ops.convert_to_numpy(self._refreshes))
+        return int(self._refreshes.numpy())
 
     @property
     def refresh_epoch(self) -> int:
@@ -189,7 +189,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         with the weights so that a resumed run catches up a refresh whose epoch
         was backed up before it happened. Set it with :meth:`set_refresh_epoch`.
         """
-        return int(ops.convert_to_numpy(self._refresh_epoch))
+        return int(self._refresh_epoch.numpy())
 
     def set_refresh_epoch(self, epoch: int) -> None:
         """Record ``epoch`` as the epoch count of the last refresh (see :attr:`refresh_epoch`).
@@ -278,7 +278,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             return ops.reshape(ops.sigmoid(to_logits(out, from_logits, name)), (-1,))
 
         with tf.init_scope():  # the mode when tracing: direct or not is static
-            mode = int(ops.convert_to_numpy(self._mode))
+            mode = int(self._mode.numpy())
         if mode == DIRECT:
             return ops.stop_gradient(ops.reshape(prob(y_pred, "`y_pred`"), (-1, 1)))
         x, rows = _rows.select(self.loss, x, y, self.snapshot, jit=bool(self.jit_compile))

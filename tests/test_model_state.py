@@ -9,6 +9,8 @@ weights written while it was int32 still load.
 
 from __future__ import annotations
 
+import warnings
+
 import h5py
 import keras
 import numpy as np
@@ -31,6 +33,13 @@ def test_the_state_read_by_the_step_is_int64():
     assert model._refreshes.dtype == "int64"
     assert model._refresh_epoch.dtype == "int64"
     assert all(v.dtype in ("int64", "float32") for v in model.non_trainable_variables)
+
+
+def test_reading_the_state_warns_nothing():
+    model = _model()  # np.array on a Keras variable warns under NumPy 2 (no `copy` keyword)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (model.dagger_mode, model.refreshes, model.refresh_epoch) == (adp.model.DIRECT, 0, 0)
 
 
 def test_weights_saved_with_int32_state_load_with_their_values(tmp_path):
