@@ -13,6 +13,7 @@ import keras
 
 from adpue_tf.recommend.candidates import DERIVED, PREFERRED
 from adpue_tf.recommend.rule import MIN_POSITIVES, reference
+from adpue_tf.recommend.select import NET_TOLERANCE
 
 __all__ = ["PUEFit"]
 
@@ -115,7 +116,12 @@ class PUEFit:
                 lines.append(f"Not trained, as they could not overrule it: "
                              f"{', '.join(self.skipped)}.")
         if self.net_scores:
-            lines += ["", f"Net: {self.net}, the lowest held-out score of its choice among "
+            first = next(iter(self.net_scores))
+            why = "the first given" if self.net == first else "clearly better than the first given"
+            lines += ["", f"Net: {self.net} ({why}: the first stays unless another's choice has "
+                          f"a held-out NLL of W lower by {NET_TOLERANCE:g} standard error(s) of "
+                          "the paired difference; the lowest Brier score if some θ̂ failed). "
+                          "Held-out score of each net's choice: "
                           + ", ".join(f"{n} {v:.4f}" for n, v in self.net_scores.items())
                           + " (every net chosen on the same held-out rows)."]
         cal = self.theta_calibration or {"log_loss": float("nan"),

@@ -35,7 +35,7 @@ def test_the_net_whose_choice_scores_lowest_is_returned_as_its_own_fit():
     assert fit.choice == winner.choice and fit.scores == pytest.approx(winner.scores)
     np.testing.assert_allclose(np.asarray(fit.model(S.x_pu[:50])),
                                np.asarray(winner.model(S.x_pu[:50])), rtol=1e-5, atol=1e-6)
-    assert f"Net: {fit.net}," in fit.report()
+    assert f"Net: {fit.net} (" in fit.report()
 
 
 def _mlp(seed: int):
@@ -48,13 +48,14 @@ def _mlp(seed: int):
 
 
 def test_the_first_net_stays_unless_another_is_clearly_better():
-    """Two nets alike but for their initial weights: whichever is given first is kept (2 SE)."""
+    """Two nets alike but for their initial weights: whichever is given first is kept (1 SE)."""
     a, b = _mlp(1), _mlp(2)
     first = adp.fit_pue({"a": a, "b": b}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
     swapped = adp.fit_pue({"b": b, "a": a}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
     assert (first.net, swapped.net) == ("a", "b")
     assert first.net_scores["a"] != first.net_scores["b"]  # the lower alone would flip one
     assert first.net_scores == pytest.approx(swapped.net_scores)
+    assert "Net: a (the first given: the first stays unless" in first.report()
 
 
 def test_a_heavily_penalised_net_loses_to_a_free_one():
@@ -64,6 +65,7 @@ def test_a_heavily_penalised_net_loses_to_a_free_one():
                       S.x_e, S.e_e, **dict(OPTIONS, min_steps=300))
     assert fit.net == "free"
     assert fit.net_scores["free"] < fit.net_scores["pinned"]
+    assert "Net: free (clearly better than the first given:" in fit.report()
 
 
 @pytest.mark.parametrize("nets,error,match", [
