@@ -59,6 +59,7 @@ class RecommendedConfig:
         l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none), or several:
             one net each, fit_pue's mapping chooses (:func:`nets`).
         folds: fit_pue's ``folds`` (1: one held-out split; K: K-fold cross-fitting).
+        jit_compile: fit_pue's ``jit_compile`` (every net's step under XLA).
     """
 
     epochs: int = 1
@@ -70,6 +71,7 @@ class RecommendedConfig:
     candidates: tuple[str, ...] | None = None
     l2: float | tuple[float, ...] = 0.0
     folds: int = 1
+    jit_compile: bool = False
 
 
 def from_bench(cfg: Any) -> RecommendedConfig:
@@ -87,7 +89,8 @@ def from_bench(cfg: Any) -> RecommendedConfig:
     return RecommendedConfig(
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
         min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand),
-        l2=l2s[0] if len(l2s) == 1 else l2s, folds=cfg.recommended_folds)
+        l2=l2s[0] if len(l2s) == 1 else l2s, folds=cfg.recommended_folds,
+        jit_compile=cfg.recommended_jit)
 
 
 def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
@@ -159,7 +162,8 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
                               epochs=cfg.epochs, batch_size=cfg.batch_size,
                               validation_split=cfg.validation_split, seed=seed + t, verbose=0,
                               candidates=cfg.candidates, learning_rate=cfg.learning_rate,
-                              min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds)
+                              min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds,
+                              jit_compile=cfg.jit_compile)
         except ValueError as err:  # the trial's rows refused (e.g. one observed positive)
             models.append(None)
             chosen["choice"].append(f"failed: {err}")

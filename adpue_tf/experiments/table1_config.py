@@ -69,7 +69,8 @@ class LinearBenchConfig:
             an epoch chosen on Table 1's ~40 held-out rows stopped at 25-75 steps)
             (``recommended.from_bench``); likewise ``recommended_candidates``;
             ``recommended_l2``: the net's L2 strengths, one net each, fit_pue's
-            mapping choosing per trial (None: ``l2`` and ``l2/10``).
+            mapping choosing per trial (None: ``l2`` and ``l2/10``);
+            ``recommended_jit``: fit_pue's ``jit_compile`` (XLA; off by default).
     """
 
     trials: int = 100
@@ -105,6 +106,7 @@ class LinearBenchConfig:
     recommended_folds: int = 1
     recommended_candidates: tuple[str, ...] | None = None
     recommended_l2: float | tuple[float, ...] | None = None
+    recommended_jit: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 2:
@@ -137,6 +139,8 @@ class LinearBenchConfig:
                     or len(set(values)) != len(values)):
                 raise ValueError(f"`recommended_l2` must be a finite number >= 0 or a "
                                  f"non-empty tuple of distinct ones, got {l2!r}.")
+        if not isinstance(self.recommended_jit, bool):
+            raise TypeError(f"`recommended_jit` must be a bool, got {self.recommended_jit!r}.")
         names = self.recommended_candidates
         if names is not None:
             from adpue_tf.recommend import CANDIDATES

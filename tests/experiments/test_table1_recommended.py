@@ -40,6 +40,8 @@ def test_settings_come_from_the_bench_config():
     assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=0.0)).l2 == 0.0
     assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=(0.1,))).l2 == 0.1
     assert recommended.from_bench(dataclasses.replace(CFG, l2=0.0)).l2 == 0.0
+    assert r.jit_compile is False
+    assert recommended.from_bench(dataclasses.replace(CFG, recommended_jit=True)).jit_compile
     assert sorted(recommended.nets(3, r.l2)) == ["l2=0.001", "l2=0.01"]
     assert callable(recommended.nets(3, 0.01))
     assert "Recommended" in table1.pue_methods(CFG)
@@ -88,6 +90,7 @@ def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
         np.testing.assert_array_equal(x_e, s.x_e)
         np.testing.assert_array_equal(e, s.e_e)
         assert kw["seed"] == CFG.seed + t and kw["learning_rate"] == 0.01
+        assert kw["jit_compile"] is False
     assert len(seen) == CFG.trials
 
 
@@ -141,16 +144,18 @@ def test_bench_linear_cli_writes_the_column(tmp_path):
                      "--trials", "2", "--alphas", "0.5", "--steps", "5", "--l2s", "0.1",
                      "--rounds", "1", "--recommended-epochs", "2", "--recommended-min-steps",
                      "10", "--recommended-candidates", "bce_w,brier", "--exposure-mechanism",
-                     "cloglog", "--out", str(out), "--quiet"]) == 0
+                     "cloglog", "--recommended-jit", "--out", str(out), "--quiet"]) == 0
     saved = json.loads((out / "linear.json").read_text())
     ind, trans = saved["results"]["0.5"]["synth"]["Recommended"]
     assert len(ind) == len(trans) == 2
     assert saved["config"]["exposure_mechanism"] == "cloglog"
     assert saved["config"]["recommended_candidates"] == ["bce_w", "brier"]
+    assert saved["config"]["recommended_jit"] is True
     choice = saved["recipe_choices"]["0.5"]["0.5"]["synth"]["Recommended"]["choice"]
     assert len(choice) == 2 and set(choice) <= {"bce_w", "brier"}
     text = (out / "linear.md").read_text()
     assert "Exposure mechanism: cloglog" in text and " Recommended |" in text
+    assert "every step under XLA" in text
     assert "Recommended against the best column without oracle inputs" in text
 
 
