@@ -1001,6 +1001,14 @@ def _r_read(make, **kw):
     return lambda t: _adp.data.read_tfrecords(make(t), _R_SPEC, labels="w", **kw)
 
 
+def _r_spec(changes, compression=None):
+    """read_tfrecords of a good log with some keys of the spec changed (shape, dtype)."""
+    spec = {**_R_SPEC, **{k: _s_tf.io.FixedLenFeature(shape, getattr(_s_tf, dtype))
+                          for k, (shape, dtype) in changes.items()}}
+    return lambda t: _adp.data.read_tfrecords(_r_write(t / "s.tfrecord", 6, compression), spec,
+                                              labels="w", compression_type=compression)
+
+
 TFRECORD_CASES = [
     ("an empty file, rows unknown", _r_read(lambda t: _s_dir(str(t), "e.tfrecord") and (
         (t / "e.tfrecord").write_bytes(b"") or str(t / "e.tfrecord"))),
@@ -1027,6 +1035,16 @@ TFRECORD_CASES = [
     ("an unknown compression_type", _r_read(lambda t: _r_write(t / "u.tfrecord"),
                                             compression_type="snappy"),
      (ValueError, r"`compression_type` must be None, 'GZIP' or 'ZLIB', got 'snappy'")),
+    ("a spec of another shape", _r_spec({"x": ([3], "float32")}),
+     (ValueError, r"`features` does not match the records: the first record of '.*s.tfrecord' "
+                  r"fails to parse: Key: x, .*Values size: 2 but output shape: \[3\]")),
+    ("a spec of another dtype", _r_spec({"x": ([2], "int64")}),
+     (ValueError, r"first record of .* Key: x, .*Data type: float but expected type: int64")),
+    ("a spec with a key the records lack", _r_spec({"q": ([], "float32")}),
+     (ValueError, r"first record of .* Feature: q .* is required but could not be found\. "
+                  r"Fix the spec.*`default_value`")),
+    ("a GZIP log and a spec of another shape", _r_spec({"x": ([1], "float32")}, "GZIP"),
+     (ValueError, r"first record of '.*s.tfrecord' fails to parse: Key: x")),
 ]
 
 
@@ -1034,6 +1052,12 @@ TFRECORD_CASES = [
                          ids=[c[0] for c in TFRECORD_CASES])
 def test_bad_input_read_tfrecords(call, expected, tmp_path):
     run_case(lambda: call(tmp_path), expected)
+
+
+def test_read_tfrecords_takes_a_missing_key_with_a_default(tmp_path):
+    spec = {**_R_SPEC, "q": _s_tf.io.FixedLenFeature([], _s_tf.float32, default_value=-1.0)}
+    rows = list(_adp.data.read_tfrecords(_r_write(tmp_path / "d.tfrecord", 3), spec, labels="w"))
+    assert [float(x["q"]) for x, _ in rows] == [-1.0, -1.0, -1.0]
 
 
 @pytest.mark.parametrize("spelling", ["gzip", "Gzip", "GZIP"])

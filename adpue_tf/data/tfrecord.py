@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -125,6 +126,26 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
                          f"read{extra}: {empty[:3]}. Point `files` at the written log.")
 
 
+def _check_schema(paths: list[str], compression: str, spec: dict[str, Any]) -> None:
+    """Parse the first record against ``spec`` now, so a wrong spec is named before training."""
+    if not tf.executing_eagerly():  # inside a traced function: the parse fails when it runs
+        return
+    for path in paths:
+        if tf.io.gfile.stat(path).length == 0:
+            continue
+        for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+            try:
+                tf.io.parse_example(tf.reshape(record, [1]), spec)
+            except tf.errors.InvalidArgumentError as err:
+                why = re.sub(r"\{\{.*?\}\}|\[Op:.*", "", err.message.split("\n")[0])
+                why = why.split("Name: <unknown>, ")[-1].strip().rstrip(".") + "."
+                raise ValueError(
+                    f"`features` does not match the records: the first record of {path!r} "
+                    f"fails to parse: {why} Fix the spec's shape, dtype or key (a key some "
+                    "records lack needs a `default_value`).") from None
+        return
+
+
 def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
                    labels: str | Sequence[str] | None = None, rows: int | None = None,
                    shuffle_files: bool = False, seed: int | None = None,
@@ -175,7 +196,8 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             an unknown ``compression_type``; a file (named) whose first bytes
             do not match ``compression_type``, an uncompressed local file that
             is truncated or corrupt (checked for the first 256 MiB of files in
-            all), a directory, or only empty files.
+            all), a directory, or only empty files; a ``features`` spec that the
+            first record does not parse with (a missing key, another shape or dtype).
 
     Example:
         >>> import tempfile, os
@@ -226,6 +248,7 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         paths = paths[i::n]
     _check_files(paths, compression_type, rows is not None)
     spec = dict(features)
+    _check_schema(paths, compression_type, spec)
 
     def parse(serialized: tf.Tensor) -> Any:
         parsed = tf.io.parse_example(serialized, spec)
