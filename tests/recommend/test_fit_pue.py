@@ -209,6 +209,8 @@ BAD = [
     (dict(x_pu=None), TypeError, "`x_pu` must be"),
     (dict(candidates=["nope"]), ValueError, "`candidates`.*unknown: \\['nope'\\]"),
     (dict(candidates="bce_w"), TypeError, "`candidates` must be a sequence"),
+    (dict(candidates=["average", "ratio", "ratio"]), ValueError,
+     "`average` needs at least two other candidates"),
     (dict(validation_split=0.7), ValueError, "`validation_split`"),
     (dict(epochs=0), ValueError, "`epochs` must be at least 1"),
     (dict(epochs=2.5), TypeError, "`epochs` must be an int"),
