@@ -126,9 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "one net each (fit_pue keeps the first unless another's choice "
                              "has a clearly lower held-out NLL); default: the one every "
                              "other column carries (--l2) and a tenth of it; 0: none")
-    linear.add_argument("--recommended-jit", action="store_true",
-                        help="Recommended: fit_pue's jit_compile (every net's step under XLA; "
-                             "on 2 CPU cores about 30 %% less time per trial)")
+    linear.add_argument("--recommended-jit", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="Recommended: fit_pue's jit_compile (every net's step under XLA: "
+                             "on 2 CPU cores 30-55 %% less time per trial, the same accuracies "
+                             "in 400 of 400 australian trials; --no-recommended-jit: without)")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
     neural.add_argument("--ratios", type=_floats, default="0.1,0.3,0.5,0.7,0.9",
                         help="separate ratios")

@@ -40,8 +40,8 @@ def test_settings_come_from_the_bench_config():
     assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=0.0)).l2 == 0.0
     assert recommended.from_bench(dataclasses.replace(CFG, recommended_l2=(0.1,))).l2 == 0.1
     assert recommended.from_bench(dataclasses.replace(CFG, l2=0.0)).l2 == 0.0
-    assert r.jit_compile is False
-    assert recommended.from_bench(dataclasses.replace(CFG, recommended_jit=True)).jit_compile
+    assert r.jit_compile is True  # XLA by default: the same accuracies in half the time
+    assert not recommended.from_bench(dataclasses.replace(CFG, recommended_jit=False)).jit_compile
     assert sorted(recommended.nets(3, r.l2)) == ["l2=0.001", "l2=0.01"]
     assert callable(recommended.nets(3, 0.01))
     assert "Recommended" in table1.pue_methods(CFG)
@@ -90,7 +90,7 @@ def test_fit_pue_gets_each_trials_pu_w_and_e_rows_only(stack, monkeypatch):
         np.testing.assert_array_equal(x_e, s.x_e)
         np.testing.assert_array_equal(e, s.e_e)
         assert kw["seed"] == CFG.seed + t and kw["learning_rate"] == 0.01
-        assert kw["jit_compile"] is False
+        assert kw["jit_compile"] is True  # the bench default: XLA
     assert len(seen) == CFG.trials
 
 
@@ -132,6 +132,16 @@ def test_run_setting_has_the_column_per_trial(monkeypatch):
 
 
 @pytest.mark.slow
+def test_bench_linear_cli_runs_recommended_under_xla_unless_told_not_to():
+    from adpue_tf import cli
+
+    parse = cli.build_parser().parse_args
+    assert parse(["bench", "linear"]).recommended_jit is True
+    assert parse(["bench", "linear", "--recommended-jit"]).recommended_jit is True
+    assert parse(["bench", "linear", "--no-recommended-jit"]).recommended_jit is False
+    assert table1.LinearBenchConfig().recommended_jit is True
+
+
 def test_bench_linear_cli_writes_the_column(tmp_path):
     from adpue_tf import cli
 
