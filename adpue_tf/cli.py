@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     linear.add_argument("--recommended-jit", action=argparse.BooleanOptionalAction,
                         default=True,
                         help="Recommended: fit_pue's jit_compile (every net's step under XLA: "
-                             "on 2 CPU cores 30-55 %% less time per trial, the same accuracies "
+                             "on 2 CPU cores 27-55 %% less time per trial, the same accuracies "
                              "in 1,200 of 1,200 trials checked; --no-recommended-jit: without)")
     neural.add_argument("--epochs", type=int, default=100, help="epochs per model")
     neural.add_argument("--ratios", type=_floats, default="0.1,0.3,0.5,0.7,0.9",

@@ -71,7 +71,7 @@ class LinearBenchConfig:
             ``recommended_l2``: the net's L2 strengths, one net each, fit_pue's
             mapping choosing per trial (None: ``l2`` and ``l2/10``);
             ``recommended_jit``: fit_pue's ``jit_compile`` (XLA, on by default: the
-            same choices and accuracies, 30-55 % less time on 2 CPU cores).
+            same choices and accuracies, 27-55 % less time on 2 CPU cores).
     """
 
     trials: int = 100
