@@ -91,8 +91,11 @@ def _truncation(path: str, size: int) -> str | None:
     return f"it ends inside record {record - 1} ({pos - size} bytes missing)"
 
 
-def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
-    """Refuse files that cannot be read as ``compression``, naming the file and the fix."""
+def _check_files(paths: list[str], compression: str, rows_known: bool) -> str:
+    """Refuse files that cannot be read as ``compression``, naming the file and the fix.
+
+    Returns the first file that is not empty.
+    """
     empty, budget = [], _WALK_BYTES
     for path in paths:
         if tf.io.gfile.isdir(path):
@@ -124,26 +127,25 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> None:
         extra = "" if rows_known else " (and `rows` is unknown)"
         raise ValueError(f"`files`: every file is empty (0 bytes), so there is no row to "
                          f"read{extra}: {empty[:3]}. Point `files` at the written log.")
+    skipped = set(empty)
+    return next(path for path in paths if path not in skipped)
 
 
-def _check_schema(paths: list[str], compression: str, spec: dict[str, Any]) -> None:
-    """Parse the first record against ``spec`` now, so a wrong spec is named before training."""
+def _check_schema(path: str, compression: str, spec: dict[str, Any]) -> None:
+    """Parse the first record of ``path`` against ``spec`` now, so a wrong spec is named before
+    training."""
     if not tf.executing_eagerly():  # inside a traced function: the parse fails when it runs
         return
-    for path in paths:
-        if tf.io.gfile.stat(path).length == 0:
-            continue
-        for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
-            try:
-                tf.io.parse_example(tf.reshape(record, [1]), spec)
-            except tf.errors.InvalidArgumentError as err:
-                why = re.sub(r"\{\{.*?\}\}|\[Op:.*", "", err.message.split("\n")[0])
-                why = why.split("Name: <unknown>, ")[-1].strip().rstrip(".") + "."
-                raise ValueError(
-                    f"`features` does not match the records: the first record of {path!r} "
-                    f"fails to parse: {why} Fix the spec's shape, dtype or key (a key some "
-                    "records lack needs a `default_value`).") from None
-        return
+    for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+        try:
+            tf.io.parse_example(tf.reshape(record, [1]), spec)
+        except tf.errors.InvalidArgumentError as err:
+            why = re.sub(r"\{\{.*?\}\}|\[Op:.*", "", err.message.split("\n")[0])
+            why = why.split("Name: <unknown>, ")[-1].strip().rstrip(".") + "."
+            raise ValueError(
+                f"`features` does not match the records: the first record of {path!r} "
+                f"fails to parse: {why} Fix the spec's shape, dtype or key (a key some "
+                "records lack needs a `default_value`).") from None
 
 
 def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
@@ -246,9 +248,9 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             raise ValueError(f"`files`: {len(paths)} file(s) for {n} input pipelines; each "
                              "pipeline reads whole files, so write at least one per pipeline.")
         paths = paths[i::n]
-    _check_files(paths, compression_type, rows is not None)
+    first = _check_files(paths, compression_type, rows is not None)
     spec = dict(features)
-    _check_schema(paths, compression_type, spec)
+    _check_schema(first, compression_type, spec)
 
     def parse(serialized: tf.Tensor) -> Any:
         parsed = tf.io.parse_example(serialized, spec)

@@ -105,9 +105,10 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
     if unknown or not candidates:
         raise ValueError(f"`candidates` must be a non-empty subset of {list(CANDIDATES)}; "
                          f"unknown: {unknown}.")
-    if "average" in candidates and len(set(candidates)) < 3:
+    chosen = tuple(c for c in CANDIDATES if c in candidates)  # each name once, in order
+    if "average" in chosen and len(chosen) < 3:
         raise ValueError("`average` needs at least two other candidates.")
-    return tuple(c for c in CANDIDATES if c in candidates)
+    return chosen
 
 
 # -- the front door ---------------------------------------------------------------------
