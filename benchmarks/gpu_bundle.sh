@@ -3,10 +3,10 @@
 # in pieces small enough to travel one per call (the device tool carries at most 64 MiB).
 #
 # Usage (here, from the repository root; needs pip's network, gcc and zstd):
-#   bash benchmarks/gpu_bundle.sh           # -> .g0/ ... .g6/ (ignored), about 375 MB in all
+#   bash benchmarks/gpu_bundle.sh           # -> .g0/ ... .g8/ (ignored), about 375 MB in all
 # Then one device call per folder, each carrying it: `mkdir -p /tmp/ch && cp .gN/* /tmp/ch/`
 # (the machine keeps /tmp while it stays warm; a folder not carried is removed there), and
-# finally: `mkdir -p /tmp/b && cd /tmp/b && cat /tmp/ch/p0* | /tmp/ch/zstd -dq --long=30 | tar x`,
+# finally: `mkdir -p /tmp/b && cd /tmp/b && cat /tmp/ch/p[0-9][0-9] | /tmp/ch/zstd -dq --long=30 | tar x`,
 # the environment of benchmarks/results/throughput_gpu.md ("How TensorFlow ran"), and
 # `python3 benchmarks/gpu_check.py && OUT=$OUT PYTHON=python3 bash benchmarks/gpu_run.sh`.
 #
@@ -33,8 +33,10 @@ for lib in cufft:libcufft.so.11 cusolver:libcusolver.so.11 cusparse:libcusparse.
   gcc -shared -fPIC -o "$work/site/nvidia/${lib%%:*}/lib/${lib#*:}" -Wl,-soname,"${lib#*:}" "$work/empty.c"
 done
 (cd "$work" && tar cf - site | zstd -15 --long=30 -T0 -q -o site.tar.zst)
-split -n 7 -d -a 2 "$work/site.tar.zst" "$work/p"
-for i in 0 1 2 3 4 5 6; do rm -rf ".g$i" && mkdir ".g$i" && mv "$work/p0$i" ".g$i/"; done
+# Pieces of 44 MB: a call carries the tracked tree too (about 17 MB) and at most 64 MiB in all.
+split -b 44M -d -a 2 "$work/site.tar.zst" "$work/p"
+rm -rf .g[0-9]
+for piece in "$work"/p[0-9][0-9]; do i=$((10#${piece##*/p})); mkdir ".g$i" && mv "$piece" ".g$i/"; done
 cp "$(command -v zstd)" .g0/
 grep -qx '/.g\[0-9\]/' .git/info/exclude 2>/dev/null || echo '/.g[0-9]/' >>.git/info/exclude
 ls -l .g?/
