@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf._internal.checks import check_int
+from adpue_tf._internal.checks import check_dense, check_int
 
 __all__ = [
     "Source",
@@ -106,6 +106,7 @@ def as_real_array(name: str, value: Any) -> np.ndarray:
         ...
         ValueError: `x` is ragged: its rows have different lengths (...). Pad them, or ...
     """
+    check_dense(name, value)
     try:
         arr = np.asarray(value)
     except ValueError as err:  # NumPy >= 1.24 refuses ragged nests

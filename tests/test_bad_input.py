@@ -90,7 +90,17 @@ DATA_CASES = [
     ("read_tfrecords no file", lambda t: _adpc.data.read_tfrecords(
         str(t / "*.tfrecord"), {"id": __import__("tensorflow").io.FixedLenFeature([], "int64")}),
      (FileNotFoundError, r"`files`: no file matches '.*\*\.tfrecord'")),
+    ("pue SciPy sparse x_pu", lambda t: _adpc.data.pue_dataset(
+        __import__("scipy.sparse").sparse.csr_matrix(_XA), _WA, _XB, _EB),
+     (TypeError, r"`x_pu` is a sparse matrix \(SciPy csr_matrix\); pass a dense array: "
+                 r"`x\.toarray\(\)`")),
+    ("pue dict leaf tf.SparseTensor", lambda t: _adpc.data.pue_dataset(
+        {"ctx": _XA}, _WA, {"ctx": __import__("tensorflow").sparse.from_dense(_XB)}, _EB),
+     (TypeError, r'`x_e\["ctx"\]` is a sparse matrix \(tf\.SparseTensor\)')),
     # pack_labels
+    ("pack_labels SciPy sparse w", lambda t: _adpc.pack_labels(
+        _adpc.Source.PU, w=__import__("scipy.sparse").sparse.csr_array(_WA[:, None])),
+     (TypeError, r"`w` is a sparse matrix \(SciPy csr_array\)")),
     ("pack_labels n=2.7", lambda t: _adpc.pack_labels(_adpc.Source.P, n=2.7),
      (TypeError, r"`n` must be an int, got 2\.7")),
     ("pack_labels n=0", lambda t: _adpc.pack_labels(_adpc.Source.U, n=0),

@@ -82,6 +82,27 @@ def check_options(**options: Any) -> dict[str, Any]:
     return out
 
 
+def check_dense(name: str, value: Any) -> None:
+    """Refuse sparse features (a SciPy sparse matrix or array, a ``tf.SparseTensor``), naming them.
+
+    ``np.asarray`` would make one a 0-d object array, refused later only as "not
+    numeric"; this says what it is and how to pass it.
+
+    Example:
+        >>> check_dense("x", [[0.0, 1.0]]) is None
+        True
+    """
+    if hasattr(value, "toarray") and hasattr(value, "nnz"):  # SciPy, without importing it
+        kind = f"SciPy {type(value).__name__}"
+    elif type(value).__name__ == "SparseTensor":
+        kind = "tf.SparseTensor"
+    else:
+        return
+    raise TypeError(f"`{name}` is a sparse matrix ({kind}); pass a dense array: "
+                    "`x.toarray()` (SciPy) or `tf.sparse.to_dense(x)` (features too large to "
+                    "densify at once: a tf.data.Dataset of dense rows).")
+
+
 def check_bool(name: str, value: Any) -> bool:
     """``value`` itself if it is a bool; TypeError naming ``name`` otherwise."""
     if not isinstance(value, bool):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.checks import check_dense
 from adpue_tf.labels import Source, check_binary, check_finite, pack_labels
 
 _SHUFFLE_BUFFER = 10_000
@@ -76,6 +77,7 @@ def _map_leaves(fn: Callable[[str, Any], Any], name: str, x: Any) -> Any:
 
 def _leaf_array(path: str, value: Any) -> np.ndarray:
     """One leaf of structured features as an array: float32, int64, bool or str/bytes."""
+    check_dense(path, value)
     if isinstance(value, tf.Tensor):
         value = value.numpy()
     try:

@@ -7,6 +7,7 @@ import warnings
 import keras
 import numpy as np
 import pytest
+import scipy.sparse
 import tensorflow as tf
 
 import adpue_tf as adp
@@ -207,6 +208,10 @@ BAD = [
     (dict(w=np.ones(499)), ValueError, "`w` has 499 rows"),
     (dict(x_pu=np.full((500, 2), np.nan)), ValueError, "x_pu"),
     (dict(x_pu=None), TypeError, "`x_pu` must be"),
+    (dict(x_pu=scipy.sparse.csr_matrix(np.ones((500, 2)))), TypeError,
+     "`x_pu` is a sparse matrix \\(SciPy csr_matrix\\); pass a dense array"),
+    (dict(x_e=tf.sparse.from_dense(np.ones((500, 2), np.float32))), TypeError,
+     "`x_e` is a sparse matrix \\(tf.SparseTensor\\)"),
     (dict(candidates=["nope"]), ValueError, "`candidates`.*unknown: \\['nope'\\]"),
     (dict(candidates="bce_w"), TypeError, "`candidates` must be a sequence"),
     (dict(candidates=["average", "ratio", "ratio"]), ValueError,
