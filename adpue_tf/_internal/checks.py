@@ -3,8 +3,9 @@
 Every entry point checks a flag with :func:`check_bool`, a count with
 :func:`check_int`, a probability with :func:`check_probability`, an initial
 guess ``f†`` with :func:`check_initial_guess`, a ``from_logits=None`` with
-:func:`resolve_from_logits` and a risk's options with :func:`check_options`;
-each error names the argument.
+:func:`resolve_from_logits`, a risk's options with :func:`check_options` and
+features or labels that must not be sparse with :func:`check_dense`; each error
+names the argument.
 
 Example:
     >>> check_probability("prior", 0.3, interval="(0, 1)")
