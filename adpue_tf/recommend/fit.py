@@ -197,7 +197,10 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             tiny operations, and on a GPU; the net must be one XLA compiles
             (no string lookups, say). Under XLA the losses' runtime checks
             are off, so a net that diverges is caught by its held-out score
-            (recorded in ``.failed``) instead of stopping its step.
+            (recorded in ``.failed``) instead of stopping its step. On the
+            CPU a process keeps about 10-15 MB a call under XLA that it never
+            frees (none without): run many calls (a table's trials) in
+            processes that end, as ``bench linear --jobs`` does.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -204,6 +206,17 @@ def test_settings_in_worker_processes_give_the_same_tables(tmp_path):
             for res in table.values():
                 res["synth"]["Recommended"].pop("seconds")
     assert one["recipe_choices"] == two["recipe_choices"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="max_tasks_per_child needs 3.11")
+def test_each_setting_runs_in_a_fresh_worker_process():
+    """What a worker keeps after a setting (fit_pue under XLA keeps memory) goes with it."""
+    from adpue_tf.experiments.bench.parallel import run_settings
+
+    pids = []
+    run_settings([(k, {}) for k in range(3)], 2, lambda key, pid: pids.append(pid),
+                 work=os.getpid)
+    assert len(pids) == 3 and len(set(pids)) == 3 and os.getpid() not in pids
 
 
 def test_jobs_must_be_a_positive_int(tmp_path):

@@ -5,7 +5,10 @@ arguments and seeds, so settings can run in separate processes and give the
 same numbers as one after another. Most of a setting's time is Python
 (tracing each ``fit_pue`` net), which one process runs on one core; ``jobs``
 processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
-threads.
+threads, and (Python >= 3.11) runs one setting only: a process that ran
+``fit_pue`` under XLA keeps about 10-15 MB a call that it never frees
+(measured, ``benchmarks/results/linear.recommended.md``), which over 400
+calls grew a worker past 10 GB.
 
 Example:
     >>> done = []
@@ -20,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,9 +88,11 @@ def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
         return
     jobs = min(jobs, len(tasks))
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    # A fresh process per setting: what one keeps (see above) goes with it.
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker, initargs=(threads,))
+        initializer=_init_worker, initargs=(threads,), **fresh)
     try:
         futures = {pool.submit(work, **kwargs): key for key, kwargs in tasks}
         for future in concurrent.futures.as_completed(futures):
