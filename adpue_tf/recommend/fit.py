@@ -198,8 +198,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             (no string lookups, say). Under XLA the losses' runtime checks
             are off, so a net that diverges is caught by its held-out score
             (recorded in ``.failed``) instead of stopping its step. On the
-            CPU a process keeps about 10-15 MB a call under XLA that it never
-            frees (none without): run many calls (a table's trials) in
+            CPU a process grows by about 10-15 MB a call under XLA, not
+            given back (none without): run many calls (a table's trials) in
             processes that end, as ``bench linear --jobs`` does.
 
     Returns:

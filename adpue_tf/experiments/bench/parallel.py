@@ -6,7 +6,7 @@ same numbers as one after another. Most of a setting's time is Python
 (tracing each ``fit_pue`` net), which one process runs on one core; ``jobs``
 processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
 threads, and (Python >= 3.11) runs one setting only: a process that ran
-``fit_pue`` under XLA keeps about 10-15 MB a call that it never frees
+``fit_pue`` under XLA grows by about 10-15 MB a call, not given back
 (measured, ``benchmarks/results/linear.recommended.md``), which over 400
 calls grew a worker past 10 GB.
 
