@@ -132,8 +132,7 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> str:
 
 
 def _check_schema(path: str, compression: str, spec: dict[str, Any]) -> None:
-    """Parse the first record of ``path`` against ``spec`` now, so a wrong spec is named before
-    training."""
+    """Parse the first record of ``path`` against ``spec``: a wrong spec is named before training."""
     if not tf.executing_eagerly():  # inside a traced function: the parse fails when it runs
         return
     for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
