@@ -200,7 +200,11 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             (recorded in ``.failed``) instead of stopping its step. On the
             CPU a process grows by about 10-15 MB a call under XLA, not
             given back (none without): run many calls (a table's trials) in
-            processes that end, as ``bench linear --jobs`` does.
+            processes that end, as ``bench linear --jobs`` does. The
+            compiled passes are kept for the next call whose ``build_net``
+            has the same code (a lambda made in a loop counts as the same; a
+            new ``functools.partial`` each call does not, and leaves every
+            compiled model behind: ten times the growth).
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.

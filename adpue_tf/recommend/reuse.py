@@ -4,7 +4,11 @@ Tracing a Keras training step costs about a second; on small data most of a
 :func:`adpue_tf.fit_pue` pass is that. The joint model of a pass
 (:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net`` function, for
 the next pass of the same nets, losses, optimizer and steps: the refit and
-later calls with the same ``build_net`` (a table's trials). Its own nets (the
+later calls with the same ``build_net`` (a table's trials). "The same" means
+the same code (:func:`owner`): a builder made anew for each call by one
+factory or lambda shares its kept models, since a
+compiled model that TensorFlow never frees (it keeps every traced step's
+functions) would otherwise be left behind by each call. Its own nets (the
 *live* ones) take the fresh nets' initial state (every variable, the
 dropout seeds included) and its optimizer its initial state; after training
 the fresh nets take the live nets' state. So the result is the one a new
@@ -25,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import json
+import types
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -32,7 +37,7 @@ from typing import Any
 import keras
 import numpy as np
 
-__all__ = ["MAX_PARAMS", "Compiled", "compiled", "signature", "unnamed"]
+__all__ = ["MAX_PARAMS", "Compiled", "compiled", "kept_for", "owner", "signature", "unnamed"]
 
 #: Nets with more weights than this are trained in a new model every pass.
 MAX_PARAMS = 1_000_000
@@ -40,6 +45,36 @@ MAX_PARAMS = 1_000_000
 MAX_KEPT = 8
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def owner(build_net: Callable[[], keras.Model]) -> Any:
+    """What a ``build_net``'s kept models are filed under: its code, or the callable itself.
+
+    A plain function or a bound method is filed under its code object, which
+    compares by content: closures of one factory and lambdas made in a loop
+    share it (kept models live as long as that code does). The nets still must match (:func:`signature` and
+    the probe's outputs) before a kept model is used. Any other callable (a
+    ``functools.partial``, an object with ``__call__``) is filed under itself.
+
+    Example:
+        >>> def factory(units):
+        ...     return lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(units)])
+        >>> owner(factory(1)) == owner(factory(2))
+        True
+    """
+    if isinstance(build_net, types.MethodType):
+        build_net = build_net.__func__
+    if isinstance(build_net, types.FunctionType):
+        return build_net.__code__
+    return build_net
+
+
+def kept_for(build_net: Callable[[], keras.Model]) -> dict:
+    """The kept models filed under ``build_net``'s :func:`owner` (empty if none), by pass."""
+    try:
+        return dict(_KEPT.get(owner(build_net), {}))
+    except TypeError:  # takes no weak reference
+        return {}
 
 
 def _copy(to: Sequence[keras.Model], src: Sequence[keras.Model]) -> None:
@@ -160,7 +195,7 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
     small = all(sum(int(np.prod(v.shape)) for v in net.variables) <= MAX_PARAMS
                 for net in fresh)
     try:
-        kept = (_KEPT.setdefault(builders[0], {})
+        kept = (_KEPT.setdefault(owner(builders[0]), {})
                 if None not in sigs and small else None)
     except TypeError:  # build_net takes no weak reference
         kept = None

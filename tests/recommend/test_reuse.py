@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import weakref
+
 import keras
 import numpy as np
 import pytest
@@ -10,6 +13,12 @@ import adpue_tf as adp
 from adpue_tf.recommend import reuse
 
 FAST = dict(epochs=1, min_steps=40, batch_size=128, verbose=0)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_kept_yet(monkeypatch):
+    """Each test starts with no kept models (``_mlp``'s builders share their code)."""
+    monkeypatch.setattr(reuse, "_KEPT", weakref.WeakKeyDictionary())
 
 
 def _data(seed: int, rows: int = 200):
@@ -57,7 +66,7 @@ def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own():
     build = _mlp()
     first, = _fits(build, seeds=(0,))
     before = [w.copy() for w in first.model.get_weights()]
-    entries = reuse._KEPT[build]
+    entries = reuse._KEPT[reuse.owner(build)]
     assert len(entries) == 2  # the first pass (θ̂, bce_w, brier) and the likelihood pass
     steps = {k: e.model.train_function for k, e in entries.items()}
     second, = _fits(build, seeds=(1,))
@@ -85,8 +94,39 @@ def test_a_build_net_that_changes_its_nets_is_not_given_a_kept_model():
     fit, = _fits(build, seeds=(1,))
     assert fit.model.count_params() > 0
     assert fit.candidates["brier"].layers[0].units == 6
-    sigs = {reuse.signature(e.nets[0]) for e in reuse._KEPT[build].values()}
+    sigs = {reuse.signature(e.nets[0]) for e in reuse.kept_for(build).values()}
     assert len(sigs) == 2  # one kept model per architecture
+
+
+def test_a_new_builder_from_one_factory_each_call_reuses_the_compiled_steps(monkeypatch):
+    """A lambda made in a loop (or a factory's closure per call) leaves no compiled model behind.
+
+    TensorFlow never frees a compiled model's traced steps, so a call that built
+    its own would grow the process (benchmarks/results/linear.recommended.md).
+    """
+    first, = _fits(_mlp(), seeds=(0,))
+    steps = {k: e.model.train_function for k, e in reuse.kept_for(_mlp()).items()}
+    assert len(steps) == 2
+    second, = _fits(_mlp(), seeds=(1,))  # a new closure, the same code
+    assert {k: e.model.train_function for k, e in reuse.kept_for(_mlp()).items()} == steps
+    monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # nothing kept: the results are the same
+    for got, seed in ((first, 0), (second, 1)):
+        _same(got, _fits(_mlp(), seeds=(seed,))[0])
+
+
+def test_owner_files_functions_and_methods_under_their_code():
+    class Nets:
+        def __init__(self, units):
+            self.units = units
+
+        def build(self):
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(self.units)])
+
+    assert reuse.owner(Nets(1).build) == reuse.owner(Nets(2).build) == Nets.build.__code__
+    assert reuse.owner(_mlp()) == reuse.owner(_mlp(0.5)) != reuse.owner(Nets(1).build)
+    partial = functools.partial(_mlp(), )
+    assert reuse.owner(partial) is partial
+    assert reuse.kept_for(_mlp()) == {}
 
 
 def test_signature_tells_architectures_apart():
@@ -103,7 +143,7 @@ def test_large_nets_are_not_kept(monkeypatch):
     monkeypatch.setattr(reuse, "MAX_PARAMS", 5)
     build = _mlp()
     _fits(build, seeds=(0,))
-    assert build not in reuse._KEPT
+    assert not reuse.kept_for(build)
 
 
 def test_a_kept_model_is_handed_out_once_at_a_time_and_loaded_with_the_fresh_state():
