@@ -39,6 +39,7 @@ import tensorflow as tf
 from adpue_tf import losses
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid as _sigmoid
+from adpue_tf._internal.seeding import seed_net
 from adpue_tf.callbacks import RefreshDagger
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
@@ -190,7 +191,7 @@ class Stage:
 
     def net(self, name: str) -> keras.Model:
         """A fresh ``build_net()`` seeded for ``name`` and this stage's fold."""
-        keras.utils.set_random_seed(self.seed_of(name))
+        seed_net(self.seed_of(name))  # the kernel cache kept (see seed_net)
         return self.build_net()
 
     def seed_of(self, name: str) -> int:

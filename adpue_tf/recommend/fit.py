@@ -153,7 +153,10 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         batch_size: rows per batch.
         validation_split: share of the PU rows and of the E rows held out to
             choose, in ``(0, 0.5]``.
-        seed: seeds the split, every net's initialisation and the shuffles.
+        seed: seeds the split, every net's initialisation and the shuffles
+            (the same result whatever ``tf.random.set_seed`` the caller used:
+            TensorFlow's global seed is left at its default, set back once
+            if it differs; Python's and NumPy's global seeds are set per net).
         verbose: ``"auto"``/1: a progress bar on a terminal (a line per net
             otherwise), 2: a line per net, 0: silent.
         candidates: names of :data:`adpue_tf.recommend.CANDIDATES` to try, or
@@ -197,14 +200,13 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             tiny operations, and on a GPU; the net must be one XLA compiles
             (no string lookups, say). Under XLA the losses' runtime checks
             are off, so a net that diverges is caught by its held-out score
-            (recorded in ``.failed``) instead of stopping its step. On the
-            CPU a process grows by about 10-15 MB a call under XLA, not
-            given back (none without): run many calls (a table's trials) in
-            processes that end, as ``bench linear --jobs`` does. The
+            (recorded in ``.failed``) instead of stopping its step. The
             compiled passes are kept for the next call whose ``build_net``
-            has the same code (a lambda made in a loop counts as the same; a
-            new ``functools.partial`` each call does not, and leaves every
-            compiled model behind: ten times the growth).
+            has the same code (a lambda made in a loop counts as the same),
+            so a loop of calls keeps about 1.5 MB a call with or without
+            XLA; a builder that is a new callable object each call (a
+            ``functools.partial``) leaves every compiled model behind, which
+            TensorFlow never frees.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.

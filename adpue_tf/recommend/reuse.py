@@ -4,11 +4,8 @@ Tracing a Keras training step costs about a second; on small data most of a
 :func:`adpue_tf.fit_pue` pass is that. The joint model of a pass
 (:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net`` function, for
 the next pass of the same nets, losses, optimizer and steps: the refit and
-later calls with the same ``build_net`` (a table's trials). "The same" means
-the same code (:func:`owner`): a builder made anew for each call by one
-factory or lambda shares its kept models, since a
-compiled model that TensorFlow never frees (it keeps every traced step's
-functions) would otherwise be left behind by each call. Its own nets (the
+later calls with the same ``build_net`` code (:func:`owner`; TensorFlow never
+frees a compiled model's steps). Its own nets (the
 *live* ones) take the fresh nets' initial state (every variable, the
 dropout seeds included) and its optimizer its initial state; after training
 the fresh nets take the live nets' state. So the result is the one a new

@@ -210,3 +210,38 @@ def test_a_change_the_configuration_hides_is_caught_by_the_probe():
     assert reuse.signature(changed[0]) == reuse.signature(fresh[0])  # the config cannot tell
     b = reuse.compiled(build_net, "pass", changed, build, probe)
     assert b.model is not a.model and b.nets[0] is changed[0]  # a new model, the fresh net
+
+
+def test_no_call_clears_tensorflows_kernel_cache(monkeypatch):
+    """``tf.random.set_seed`` clears the eager kernel cache: kept steps are instantiated again,
+    and under XLA each instantiation keeps ~3 MB (benchmarks/results/linear.recommended.md)."""
+    import tensorflow as tf
+
+    from adpue_tf._internal.seeding import pin_tf_seed
+
+    tf.random.set_seed(5)  # a caller's own seed: pinned once, by the first call
+    eager = []
+    real = tf.random.set_seed
+
+    def spy(seed):
+        if tf.executing_eagerly():
+            eager.append(seed)
+        real(seed)
+
+    monkeypatch.setattr(tf.random, "set_seed", spy)
+    _fits(_mlp(), seeds=(0,))
+    assert len(eager) == 1
+    _fits(_mlp(), seeds=(1, 2))
+    assert len(eager) == 1  # fresh nets are seeded without it
+    pin_tf_seed()
+    assert len(eager) == 1
+
+
+def test_the_callers_tensorflow_seed_does_not_change_the_result():
+    import tensorflow as tf
+
+    tf.random.set_seed(123)
+    a, = _fits(_mlp(0.3), seeds=(0,))
+    tf.random.set_seed(999)
+    b, = _fits(_mlp(0.3), seeds=(0,))
+    _same(a, b)

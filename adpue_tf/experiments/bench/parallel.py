@@ -5,10 +5,9 @@ arguments and seeds, so settings can run in separate processes and give the
 same numbers as one after another. Most of a setting's time is Python
 (tracing each ``fit_pue`` net), which one process runs on one core; ``jobs``
 processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
-threads, and (Python >= 3.11) runs one setting only: a process that ran
-``fit_pue`` under XLA grows by about 10-15 MB a call, not given back
-(measured, ``benchmarks/results/linear.recommended.md``), which over 400
-calls grew a worker past 10 GB.
+threads, and (Python >= 3.11) runs one setting only, so what a process
+keeps (about 1.5 MB a ``fit_pue`` call, measured in
+``benchmarks/results/linear.recommended.md``) goes with it.
 
 Example:
     >>> done = []
