@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -338,39 +337,3 @@ def test_the_recipe_in_its_thread_gives_the_columns_of_the_recipe_alone():
     assert details["ADPUE"] == own["ADPUE"] and details["ADPUE-ref"] == own["ADPUE-ref"]
     assert list(res) == list(table1.pue_methods(cfg) + table1.SSE_METHODS)
 
-
-@pytest.mark.parametrize("jit", [True, False])
-def test_a_run_that_would_outgrow_memory_under_xla_is_warned_of_first(tmp_path, monkeypatch, jit):
-    """jobs=1 runs every setting in one process, which keeps ~12.5 MB per fit_pue call under XLA."""
-    import warnings
-
-    from adpue_tf import cli
-
-    calls = []
-    monkeypatch.setattr(table1, "run_setting", _fake_setting(calls))
-    x, y = _data(n=60, d=6)
-    _write_libsvm(tmp_path / "big.txt", x, np.where(y == 1, 2, 1))
-    argv = ["bench", "linear", "--file", str(tmp_path / "big.txt"), "--positive", "2",
-            "--trials", "400", "--alphas", "0.3,0.5", "--exposure-rate", "0.5,0.7",
-            "--n-test", "20", "--out", str(tmp_path / "res"), "--quiet"]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert cli.main(argv + ([] if jit else ["--no-recommended-jit"])) == 0
-    said = [str(w.message) for w in caught if "does not give back" in str(w.message)]
-    if jit:  # 4 settings x 400 trials x 12.5 MB
-        assert len(said) == 1 and "about 20 GB" in said[0] and "--jobs 2" in said[0]
-    else:
-        assert not said
-    assert len(calls) == 4  # the run itself goes on
-
-
-def test_the_memory_estimate_counts_the_settings_a_process_runs():
-    from adpue_tf.experiments.bench import linear
-
-    cfg = table1.LinearBenchConfig(trials=100)
-    with pytest.warns(UserWarning, match="about 12 GB"):
-        assert linear.warn_memory(cfg, settings=10, jobs=1) == pytest.approx(12.5)
-    if sys.version_info >= (3, 11):  # a fresh worker per setting
-        assert linear.warn_memory(cfg, settings=10, jobs=2) == pytest.approx(1.25)
-    assert linear.warn_memory(dataclasses.replace(cfg, recommended=False), 10, 1) == 0.0
-    assert linear.warn_memory(dataclasses.replace(cfg, recommended_jit=False), 10, 1) == 0.0

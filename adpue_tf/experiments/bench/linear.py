@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,7 +35,7 @@ from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
 from adpue_tf.recommend.rule import MIN_POSITIVES
 
-__all__ = ["load_file", "run_linear", "warn_memory"]
+__all__ = ["load_file", "run_linear"]
 
 
 def _exposure_features(x: np.ndarray, seed: int) -> tuple[np.ndarray | None, str]:
@@ -181,48 +179,9 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         done += 1
         write()
 
-    warn_memory(cfg, len(tasks), jobs)
     run_settings(tasks, jobs, finished)
     bar.close()
     return path
-
-
-#: What a process keeps per ``fit_pue`` call under XLA, MB (measured: TensorFlow
-#: does not give it back; ``benchmarks/results/linear.recommended.md``).
-XLA_MB_PER_CALL = 12.5
-#: Warn before a run whose processes would keep more than this, GB.
-WARN_GB = 4.0
-
-
-def warn_memory(cfg: table1.LinearBenchConfig, settings: int, jobs: int) -> float:
-    """Warn (``UserWarning``) if a process of the run would keep over :data:`WARN_GB` under XLA.
-
-    With the Recommended column under XLA a process keeps about
-    :data:`XLA_MB_PER_CALL` per ``fit_pue`` call. A worker of ``jobs >= 2``
-    runs one setting (Python >= 3.11); ``jobs=1`` runs every setting in this
-    process (and on older Pythons a worker runs its share).
-
-    Returns:
-        The estimate for the process that keeps the most, GB (0 when nothing
-        runs under XLA).
-
-    Example:
-        >>> warn_memory(table1.LinearBenchConfig(trials=10), settings=2, jobs=1)
-        0.25
-    """
-    if not (cfg.recommended and cfg.recommended_jit) or settings < 1:
-        return 0.0
-    per_process = (settings if jobs == 1 else
-                   1 if sys.version_info >= (3, 11) else math.ceil(settings / jobs))
-    gb = per_process * cfg.trials * XLA_MB_PER_CALL / 1000
-    if gb > WARN_GB:
-        warnings.warn(
-            f"The Recommended column under XLA keeps about {XLA_MB_PER_CALL:g} MB per fit_pue "
-            f"call that TensorFlow does not give back: this run ({settings} settings x "
-            f"{cfg.trials} trials, jobs={jobs}) would grow a process by about {gb:.0f} GB. "
-            "Use --jobs 2 or more (each setting in a fresh process, Python >= 3.11) or "
-            "--no-recommended-jit.", UserWarning, stacklevel=3)
-    return gb
 
 
 #: Rows a trial needs besides its test rows: its PU and exposure (or SSE) parts.
