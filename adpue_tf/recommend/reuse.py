@@ -2,7 +2,7 @@
 
 Tracing a Keras training step costs about a second; on small data most of a
 :func:`adpue_tf.fit_pue` pass is that. The joint model of a pass
-(:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net`` function, for
+(:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net``, for
 the next pass of the same nets, losses, optimizer and steps: the refit and
 later calls with the same ``build_net`` code (:func:`owner`; TensorFlow never
 frees a compiled model's steps). Its own nets (the
@@ -49,9 +49,10 @@ def owner(build_net: Callable[[], keras.Model]) -> Any:
 
     A plain function or a bound method is filed under its code object, which
     compares by content: closures of one factory and lambdas made in a loop
-    share it (kept models live as long as that code does). The nets still must match (:func:`signature` and
-    the probe's outputs) before a kept model is used. Any other callable (a
-    ``functools.partial``, an object with ``__call__``) is filed under itself.
+    share it (kept models live as long as that code does). The nets must
+    still match (:func:`signature` and the probe's outputs) before a kept
+    model is used. Any other callable (a ``functools.partial``, an object
+    with ``__call__``) is filed under itself.
 
     Example:
         >>> def factory(units):

@@ -336,4 +336,3 @@ def test_the_recipe_in_its_thread_gives_the_columns_of_the_recipe_alone():
     np.testing.assert_array_equal(res["ADPUE"][1], trans)
     assert details["ADPUE"] == own["ADPUE"] and details["ADPUE-ref"] == own["ADPUE-ref"]
     assert list(res) == list(table1.pue_methods(cfg) + table1.SSE_METHODS)
-
