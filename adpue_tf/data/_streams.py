@@ -172,8 +172,12 @@ def gathered_batches(x: Any, y: tf.Tensor, k: int, shuffle: bool,
         num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
-    """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
+def stream_features(name: str, x: Any) -> tuple[Any, int]:
+    """Array features (or a dict of them) as every array stream batches them, and their rows.
+
+    Floats as float32, integers as int64, strings kept (dict leaves); checked
+    (finite, in float32's range, not empty, one row count).
+    """
     if is_structure(x):
         x = _map_leaves(_leaf_array, name, x)
         sizes = [(path, len(a)) for path, a in zip(tf.nest.flatten(leaf_names(name, x)),
@@ -197,6 +201,12 @@ def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
         n_rows = len(x)
     if n_rows == 0:
         raise ValueError(f"`{name}` is empty; it needs at least one row.")
+    return x, n_rows
+
+
+def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
+    """``labels`` maps the role ``"w"``/``"e"`` to ``(argument name, value)``."""
+    x, n_rows = stream_features(name, x)
     packed = {}
     for role, (arg, value) in labels.items():
         if value is None:

@@ -46,6 +46,7 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
+from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop, whole, whole_pue
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -238,6 +239,9 @@ class Stage:
         # spend most of a step in Python dispatch otherwise).
         compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps,
                         jit_compile=cfg.jit_compile)
+        full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
+        if full:
+            install_loop(model)
         watch = None
         if self.held_out is not None:
             watch = HeldOutScore(net, monitor or self._brier_of())
@@ -255,6 +259,9 @@ class Stage:
                     raise Failed(f"{name} diverged in epoch {len(watch.history) + 1 if watch else '?'}"
                                  f" (outputs {DIVERGED})") from None
                 watch.on_train_end()
+            finally:
+                if full:
+                    uninstall_loop(model)  # the net a user gets keeps Keras's own fit
         self.best_epoch[name] = watch.best_epoch if watch else epochs
         self.models[name] = net
         self.heads[name] = ((name,), lambda z: z[name])
@@ -281,12 +288,20 @@ class Stage:
         return score
 
     def _pue_data(self, name: str, rows: int) -> Any:
+        if fits(rows, self.cfg.batch_size):
+            return whole_pue(self.pu.x, self.pu.y, self.e.x, self.e.y)
         steps = steps_per_epoch(rows, self.cfg.batch_size, self.cfg.epochs, self.cfg.min_steps)
         # Repeated: the same batches as a new pass per epoch (test_train.py), but
         # Keras keeps one iterator instead of building one (~50 ms) per epoch.
         return pue_dataset(self.pu.x, self.pu.y, self.e.x, self.e.y,
                            batch_size=min(self.cfg.batch_size, len(self.pu) + len(self.e)),
                            seed=self.seed_of(name), steps_per_epoch=steps).repeat()
+
+    def _rows(self, x: Any, y: np.ndarray, name: str) -> Any:
+        """Batches of one source's rows ``(x, y)`` for net ``name``."""
+        if fits(len(y), self.cfg.batch_size):
+            return whole(x, y)
+        return pu_batches(x, y, batch_size=self.cfg.batch_size, seed=self.seed_of(name))
 
     def _pu_labels(self, with_theta: bool) -> np.ndarray:
         y = pack_pu(self.pu.y)
@@ -302,7 +317,7 @@ class Stage:
         """Fit ``model`` (default: a fresh net for ``name``) with ``loss`` over the PU rows."""
         y = self._pu_labels(with_theta)
         net = self.net(name) if model is None else model
-        data = pu_batches(self.pu.x, y, batch_size=self.cfg.batch_size, seed=self.seed_of(name))
+        data = self._rows(self.pu.x, y, name)
         self._fit(name, net, net, loss, data, len(self.pu), monitor)
 
     def _train_pue_loss(self, name: str, loss: Any) -> None:
@@ -323,8 +338,7 @@ class Stage:
     def _train_theta(self) -> None:
         net = self.net("theta")
         monitor = None if self.held_out is None else self.monitor("theta", net)
-        data = pu_batches(self.e.x, self.e.y, batch_size=self.cfg.batch_size,
-                          seed=self.seed_of("theta"))
+        data = self._rows(self.e.x, self.e.y, "theta")
         self._fit("theta", net, net, keras.losses.BinaryCrossentropy(from_logits=True), data,
                   len(self.e), monitor)
 

@@ -37,6 +37,7 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
+from adpue_tf.recommend.full_batch import fits, install_loop, whole, whole_pue
 from adpue_tf.recommend.reuse import compiled, unnamed
 from adpue_tf.recommend.train import (
     HeldOutScore,
@@ -125,16 +126,23 @@ class _KeepEpoch(keras.callbacks.Callback):
 
 def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
              theta_pu: np.ndarray, *, batch_size: int, seed: int,
-             steps: int, pu_only: bool = False) -> tf.data.Dataset:
-    """PUE batches (``pu_only``: PU rows alone) whose labels carry each fold's ``θ̂`` and the row's fold."""
+             steps: int, pu_only: bool = False, full: bool = False) -> tf.data.Dataset:
+    """PUE batches (``pu_only``: PU rows alone) whose labels carry each fold's ``θ̂`` and the row's fold.
+
+    ``full``: every row in one batch, repeated (:mod:`adpue_tf.recommend.full_batch`).
+    """
     def feats(rows: Rows, fold: np.ndarray, theta: np.ndarray) -> dict:
         return {"x": rows.x, "fold": fold.astype(np.float32)[:, None], "theta": theta}
 
     if pu_only:  # risks that read PU rows alone: no E rows in the batches
         y = np.concatenate([pack_pu(pu.y), theta_pu, pu_fold.astype(np.float32)[:, None]],
                            axis=1)
-        return pu_batches(pu.x, y, batch_size=batch_size, seed=seed)
+        return whole(pu.x, y) if full else pu_batches(pu.x, y, batch_size=batch_size, seed=seed)
     theta_e = np.full((len(e), theta_pu.shape[1]), 0.5, np.float32)
+    if full:
+        return whole_pue(pu.x, pu.y, e.x, e.y,
+                         np.concatenate([theta_pu, pu_fold.astype(np.float32)[:, None]], 1),
+                         np.concatenate([theta_e, e_fold.astype(np.float32)[:, None]], 1))
     ds = pue_dataset(feats(pu, pu_fold, theta_pu), pu.y, feats(e, e_fold, theta_e), e.y,
                      batch_size=min(batch_size, len(pu) + len(e)), seed=seed,
                      steps_per_epoch=steps)
@@ -183,6 +191,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     pu_only = all(n in PU_ONLY for _, n in jobs)
     rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
+    full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
 
     def build(nets: Sequence[keras.Model]) -> keras.Model:
         inputs = inputs_like(nets[0])
@@ -192,6 +201,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
         compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps,
                         jit_compile=cfg.jit_compile,
                         loss=_Joint(jobs, [st.fold for st in stages]))
+        if full:
+            install_loop(model)  # kept with the model (an internal one: never a user's)
         return model
 
     optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
@@ -201,7 +212,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
     joint = compiled([stages[s].build_net for s, _ in jobs],
                      (tuple(jobs), tuple(st.fold for st in stages), pu_only, steps, optimizer,
-                      features, id(tf.distribute.get_strategy()), cfg.jit_compile),
+                      features, id(tf.distribute.get_strategy()), cfg.jit_compile, full),
                      fresh, build, probe)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
@@ -214,7 +225,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     epochs = cfg.epochs if first.fixed is None else max(
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
-                    seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only)
+                    seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only, full=full)
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
     stop = [StopWhenStale(watches, cfg.patience)] if watches else []
     try:

@@ -1,0 +1,125 @@
+"""Full-batch training of fit_pue's small data: the same rows, the same updates, the same choice."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import adpue_tf as adp
+from adpue_tf.data import pue_dataset
+from adpue_tf.recommend import candidates, full_batch, joint, train
+
+
+def _rows_of(x, y) -> np.ndarray:
+    """Each row's features and labels as one sorted table (order-free comparison)."""
+    cols = [np.reshape(np.asarray(v, np.float64), (len(y), -1)) for v in tf.nest.flatten(x)]
+    table = np.concatenate([*cols, np.asarray(y, np.float64)], axis=1)
+    return table[np.lexsort(table.T[::-1])]
+
+
+def _pue(seed: int = 0, dict_features: bool = False):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(23, 3)).astype("float32")
+    xe = rng.normal(size=(17, 3)).astype("float32")
+    w = (rng.random(23) < .4).astype("float32")
+    e = (rng.random(17) < .5).astype("float32")
+    if dict_features:
+        x = {"dense": x, "id": rng.integers(0, 5, 23)}
+        xe = {"dense": xe, "id": rng.integers(0, 5, 17)}
+    return x, w, xe, e
+
+
+@pytest.mark.parametrize("dict_features", [False, True])
+def test_the_whole_pue_batch_holds_the_rows_of_every_pipeline_batch(dict_features):
+    """With every row in one batch, pue_dataset's batches are whole_pue's rows, reordered."""
+    x, w, xe, e = _pue(dict_features=dict_features)
+    (xa, ya), = list(full_batch.whole_pue(x, w, xe, e).take(1))
+    for xb, yb in pue_dataset(x, w, xe, e, batch_size=40, seed=3, steps_per_epoch=3):
+        np.testing.assert_array_equal(_rows_of(xa, ya), _rows_of(xb, yb))
+        assert tf.nest.map_structure(lambda t: t.dtype, xa) == \
+            tf.nest.map_structure(lambda t: t.dtype, xb)
+        assert ya.dtype == yb.dtype and ya.shape == yb.shape
+    extra_pu, extra_e = np.full((23, 2), 0.25), np.full((17, 2), 0.75)
+    (_, yc), = list(full_batch.whole_pue(x, w, xe, e, extra_pu, extra_e).take(1))
+    np.testing.assert_array_equal(yc[:, :3], ya)
+    np.testing.assert_array_equal(yc[:, 3:], np.r_[extra_pu, extra_e])
+
+
+def test_the_whole_batch_of_one_source_holds_the_rows_of_every_pipeline_batch():
+    x, w, _, _ = _pue()
+    y = adp.labels.pack_pu(w)
+    (xa, ya), = list(full_batch.whole(x, y).take(1))
+    for xb, yb in train.pu_batches(x, y, batch_size=64, seed=1).take(3):
+        np.testing.assert_array_equal(_rows_of(xa, ya), _rows_of(xb, yb))
+        assert xa.dtype == xb.dtype and ya.dtype == yb.dtype
+
+
+def _net(seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, "tanh"),
+                            keras.layers.Dense(1)])
+    return net
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_the_loop_makes_the_updates_of_kerass_own_steps(jit):
+    """install_loop: one call runs steps_per_execution steps, the weights of Keras's own loop."""
+    x, w, _, _ = _pue()
+    y = adp.labels.pack_pu(w)
+    nets = []
+    for looped in (False, True):
+        net = _net(0)
+        net.compile(optimizer=keras.optimizers.Adam(0.05), steps_per_execution=7,
+                    loss=adp.LogitLoss(from_logits=True), jit_compile=jit)
+        if looped:
+            full_batch.install_loop(net)
+        history = net.fit(full_batch.whole(x, y), epochs=3, steps_per_epoch=7, verbose=0)
+        assert int(net.optimizer.iterations) == 21
+        assert np.all(np.isfinite(history.history["loss"]))
+        nets.append(net)
+    for a, b in zip(*(n.get_weights() for n in nets)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    full_batch.uninstall_loop(nets[1])
+    assert nets[1].train_function is None
+
+
+def test_under_a_distribution_strategy_kerass_function_stays():
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        net = _net(0)
+        net.compile(optimizer="sgd", loss="mse", steps_per_execution=2)
+        full_batch.install_loop(net)
+    assert net.train_function is None
+
+
+def _small_fit(monkeypatch, full: bool, jit: bool, names):
+    if not full:  # the pipeline's shuffled batches, as for data larger than a batch
+        monkeypatch.setattr(candidates, "fits", lambda rows, batch: False)
+        monkeypatch.setattr(joint, "fits", lambda rows, batch: False)
+    s = adp.synthetic.synthetic_pue(150, 150, seed=2)
+    net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
+    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=60, verbose=0,
+                      candidates=names, jit_compile=jit, tolerance=0.0)
+    monkeypatch.undo()
+    return fit, s
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_fit_pue_on_one_batch_gives_the_pipelines_scores_and_choice(monkeypatch, jit):
+    """Every row in one batch: the same held-out scores, choice and model as the shuffled batches.
+
+    The batches differ only in row order, so the results only in float rounding.
+    """
+    names = ["bce_w", "ratio", "likelihood", "brier", "ips", "adpue_ratio", "blend"]
+    piped, s = _small_fit(monkeypatch, False, jit, names)
+    looped, _ = _small_fit(monkeypatch, True, jit, names)
+    assert looped.choice == piped.choice
+    assert looped.epochs == piped.epochs
+    for name, score in piped.scores.items():
+        assert looped.scores[name] == pytest.approx(score, rel=1e-4, abs=1e-6), name
+    np.testing.assert_allclose(looped.model.predict(s.x_pu, verbose=0),
+                               piped.model.predict(s.x_pu, verbose=0), rtol=1e-3, atol=1e-4)
+    # the nets a user gets back fit as Keras would (the loop was for fit_pue only)
+    assert looped.candidates["ips"].train_function is None
