@@ -27,9 +27,10 @@ name                  what it trains                                        epoc
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import keras
@@ -47,6 +48,7 @@ from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop, whole, whole_pue
+from adpue_tf.recommend.reuse import compiled, unnamed
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -116,6 +118,22 @@ class Settings:
 
 class Failed(Exception):
     """A candidate could not be trained (its net diverged before any usable epoch)."""
+
+
+def _ratio_head(z: Any) -> Any:
+    """Ratio's logit from ``[logit of bce_w, logit of θ̂]``."""
+    return RatioLogit(floor=THETA_FLOOR)(z)
+
+
+def _described(obj: Any) -> str:
+    """A Keras object's class and configuration (names aside), for a kept model's key."""
+    config = obj.get_config() if hasattr(obj, "get_config") else repr(obj)
+    return json.dumps([type(obj).__qualname__, unnamed(config)], sort_keys=True, default=repr)
+
+
+def _layout(x: Any) -> str:
+    """The features' per-row shapes and dtypes, for a kept model's key."""
+    return repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str), x))
 
 
 def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
@@ -228,23 +246,46 @@ class Stage:
         z_pu, z_e = self.held(name)
         return brier_unchecked(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e))
 
-    def _fit(self, name: str, model: keras.Model, net: keras.Model, loss: Any, data: Any,
-             rows: int, monitor: Callable[[keras.Model], float] | None = None,
-             callbacks: tuple = ()) -> None:
-        """Compile and fit ``model`` (whose live net is ``net``); keep the best epoch."""
+    def _fit(self, name: str, fresh: list[keras.Model],
+             make: Callable[[list[keras.Model]], keras.Model], loss: Any, data: Any, rows: int,
+             monitor: Callable[[keras.Model], float] | None = None, callbacks: tuple = (),
+             watched: Callable[[keras.Model], keras.Model] = lambda model: model,
+             key: Hashable = ()) -> keras.Model:
+        """Fit ``make(nets)`` from the state of ``fresh``; keep the best epoch; the trained model.
+
+        ``fresh[0]`` is the candidate's new net; the rest are trained nets its
+        model reads (``θ̂``...). The compiled model is kept for the next fit of
+        the same kind (:mod:`adpue_tf.recommend.reuse`): it trains from
+        ``fresh``'s state, which then takes its trained state, so ``fresh[0]``
+        ends trained as a new model would have left it. ``watched(model)`` is
+        what the held-out score reads (default: the model itself); ``key``
+        holds what else the traced step depends on. Returns the trained
+        model (its nets the kept model's own, when kept).
+        """
         cfg = self.cfg
         epochs = cfg.epochs if self.fixed is None else self.fixed[name]
         steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
-        # One call of the training function per epoch (the small nets of tabular data
-        # spend most of a step in Python dispatch otherwise).
-        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps,
-                        jit_compile=cfg.jit_compile)
         full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
-        if full:
-            install_loop(model)
+
+        def build(nets: Sequence[keras.Model]) -> keras.Model:
+            model = make(list(nets))
+            # One call of the training function per epoch (the small nets of tabular
+            # data spend most of a step in Python dispatch otherwise).
+            compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss,
+                            steps_per_execution=steps, jit_compile=cfg.jit_compile)
+            if full:
+                install_loop(model)
+            return model
+
+        entry = compiled([self.build_net] * len(fresh),
+                         ("stage", name, key, steps, full, _described(cfg.optimizer()),
+                          _described(loss), _layout(self.pu.x),
+                          id(tf.distribute.get_strategy()), cfg.jit_compile),
+                         fresh, build, tf.nest.map_structure(lambda v: v[:8], self.pu.x))
+        model = entry.model
         watch = None
         if self.held_out is not None:
-            watch = HeldOutScore(net, monitor or self._brier_of())
+            watch = HeldOutScore(watched(model), monitor or self._brier_of())
             callbacks = (*callbacks, watch, StopWhenStale([watch], cfg.patience))
         if epochs > 0:
             try:
@@ -260,11 +301,13 @@ class Stage:
                                  f" (outputs {DIVERGED})") from None
                 watch.on_train_end()
             finally:
-                if full:
+                if full and not entry.kept:
                     uninstall_loop(model)  # the net a user gets keeps Keras's own fit
+        entry.give(fresh)
         self.best_epoch[name] = watch.best_epoch if watch else epochs
-        self.models[name] = net
+        self.models[name] = fresh[0]
         self.heads[name] = ((name,), lambda z: z[name])
+        return model
 
     def _composite(self, name: str, parts: tuple[str, ...],
                    combine: Callable[[list[Any]], Any]) -> None:
@@ -312,43 +355,50 @@ class Stage:
         return y
 
     def _train_pu_loss(self, name: str, loss: Any, with_theta: bool,
-                       monitor: Callable[[keras.Model], float] | None = None,
-                       model: keras.Model | None = None) -> None:
-        """Fit ``model`` (default: a fresh net for ``name``) with ``loss`` over the PU rows."""
-        y = self._pu_labels(with_theta)
-        net = self.net(name) if model is None else model
-        data = self._rows(self.pu.x, y, name)
-        self._fit(name, net, net, loss, data, len(self.pu), monitor)
+                       monitor: Callable[[keras.Model], float] | None = None) -> None:
+        """Fit a fresh net for ``name`` with ``loss`` over the PU rows."""
+        data = self._rows(self.pu.x, self._pu_labels(with_theta), name)
+        self._fit(name, [self.net(name)], operator.itemgetter(0), loss, data, len(self.pu),
+                  monitor)
 
     def _train_pue_loss(self, name: str, loss: Any) -> None:
-        net = self.net(name)
         rows = len(self.pu) + len(self.e)
-        self._fit(name, net, net, loss, self._pue_data(name, rows), rows)
+        self._fit(name, [self.net(name)], operator.itemgetter(0), loss,
+                  self._pue_data(name, rows), rows)
 
-    def _train_rounds(self, name: str, initial: Any) -> None:
-        net = self.net(name)
-        model = DebiasedModel(net, initial_dagger=initial)
+    def _train_rounds(self, name: str, initial: float | None) -> None:
+        """Alternate learning from ``f†₀ = initial`` (None: the Ratio estimate)."""
         rows = len(self.pu) + len(self.e)
         every = max(1, self.cfg.epochs // self.cfg.rounds)
-        self._fit(name, model, net, losses.ADPUELoss(from_logits=True),
+        fresh = [self.net(name)]
+        if initial is None:  # f†₀ = ratio: its nets, trained, read by the model
+            fresh += [self.get("bce_w"), self.get("theta")]
+
+        def make(nets: list[keras.Model]) -> keras.Model:
+            if initial is not None:
+                return DebiasedModel(nets[0], initial_dagger=initial)
+            ratio = compose({"bce_w": nets[1], "theta": nets[2]},
+                            lambda z: _ratio_head([z["bce_w"], z["theta"]]), "ratio")
+            return DebiasedModel(nets[0], initial_dagger=ratio)
+
+        self._fit(name, fresh, make, losses.ADPUELoss(from_logits=True),
                   self._pue_data(name, rows), rows,
-                  callbacks=(RefreshDagger(every_n_epochs=every),))
+                  callbacks=(RefreshDagger(every_n_epochs=every),),
+                  watched=lambda model: model.net, key=(every, initial))
 
     # -- the nets ---------------------------------------------------------------------
     def _train_theta(self) -> None:
-        net = self.net("theta")
-        monitor = None if self.held_out is None else self.monitor("theta", net)
+        monitor = None if self.held_out is None else self.monitor("theta", None)
         data = self._rows(self.e.x, self.e.y, "theta")
-        self._fit("theta", net, net, keras.losses.BinaryCrossentropy(from_logits=True), data,
-                  len(self.e), monitor)
+        self._fit("theta", [self.net("theta")], operator.itemgetter(0),
+                  keras.losses.BinaryCrossentropy(from_logits=True), data, len(self.e), monitor)
 
     def _train_bce_w(self) -> None:
         monitor = None if self.held_out is None else self.monitor("bce_w", None)
         self._train_pu_loss("bce_w", losses.LogitLoss(from_logits=True), False, monitor)
 
     def _train_ratio(self) -> None:
-        self._composite("ratio", ("bce_w", "theta"),
-                        lambda z: RatioLogit(floor=THETA_FLOOR)(z))
+        self._composite("ratio", ("bce_w", "theta"), _ratio_head)
 
     def _train_elkan_noto(self) -> None:
         p = _sigmoid(logits(self.get("bce_w"), self.pu.x))
@@ -363,16 +413,27 @@ class Stage:
 
     def _train_likelihood_theta(self) -> None:
         name, key = "likelihood_theta", THETA_FEATURE_NET
-        theta, net, layer = self.get("theta"), self.net(name), ThetaFeature()
-        head = lambda z: layer([z[key], z["theta"]])  # noqa: E731
-        nets = {key: net, "theta": theta}
-        model = compose(nets, head, name)
-        theta.trainable = False  # θ̂ is trained; only the net and ``a`` learn here
+        theta, net = self.get("theta"), self.net(name)
+
+        def make(nets: list[keras.Model]) -> keras.Model:
+            live = ThetaFeature()
+            nets[1].trainable = False  # θ̂ is trained; only the net and ``a`` learn here
+            return compose({key: nets[0], "theta": nets[1]},
+                           lambda z: live([z[key], z["theta"]]), name)
+
         try:
-            self._train_pu_loss(name, losses.ExposureLikelihoodLoss(from_logits=True), True,
-                                model=model)
+            trained = self._fit(name, [net, theta], make,
+                                losses.ExposureLikelihoodLoss(from_logits=True),
+                                self._rows(self.pu.x, self._pu_labels(True), name),
+                                len(self.pu))
         finally:
             theta.trainable = True
+        # ``a`` of the trained model, in a layer of the fresh nets' model
+        layer = ThetaFeature()
+        head = lambda z: layer([z[key], z["theta"]])  # noqa: E731
+        nets = {key: net, "theta": theta}
+        compose(nets, head, name)  # builds the layer
+        layer.scale.assign(next(x for x in trained.layers if isinstance(x, ThetaFeature)).scale)
         self.models[key], self.best_epoch[key] = net, self.best_epoch[name]
         self.heads[key] = ((key,), operator.itemgetter(key))
         self.heads[name] = ((key, "theta"), head)
@@ -392,7 +453,7 @@ class Stage:
         self._train_rounds("adpue_rounds", float(np.mean(self.pu.y)))
 
     def _train_adpue_ratio(self) -> None:
-        self._train_rounds("adpue_ratio", self.get("ratio"))
+        self._train_rounds("adpue_ratio", None)
 
     def _train_average(self) -> None:
         pair = self.parts.get("average")

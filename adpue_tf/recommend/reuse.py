@@ -1,14 +1,16 @@
-"""Compiled joint models kept for the next pass: :func:`compiled`.
+"""Compiled models kept for the next pass: :func:`compiled`.
 
-Tracing a Keras training step costs about a second; on small data most of a
-:func:`adpue_tf.fit_pue` pass is that. The joint model of a pass
-(:mod:`adpue_tf.recommend.joint`) is kept, per ``build_net``, for
-the next pass of the same nets, losses, optimizer and steps: the refit and
-later calls with the same ``build_net`` code (:func:`owner`; TensorFlow never
-frees a compiled model's steps). Its own nets (the
-*live* ones) take the fresh nets' initial state (every variable, the
-dropout seeds included) and its optimizer its initial state; after training
-the fresh nets take the live nets' state. So the result is the one a new
+Tracing a Keras training step costs about a second (compiling it with XLA,
+several); on small data most of a :func:`adpue_tf.fit_pue` pass is that. The
+joint model of a pass (:mod:`adpue_tf.recommend.joint`), and the model of a
+candidate trained alone (a ``DebiasedModel`` of alternate learning with the
+nets of its first ``f†``, ``likelihood_theta``'s net with ``θ̂``), is kept,
+per ``build_net``, for the next pass of the same nets, losses, optimizer and
+steps: the refit and later calls with the same ``build_net`` code
+(:func:`owner`; TensorFlow never frees a compiled model's steps). Its own
+nets (the *live* ones) take the fresh nets' initial state (every variable,
+the dropout seeds included), its optimizer and its other variables their
+initial state; after training the fresh nets take the live nets' state. So the result is the one a new
 model gives (same initial state, batches and graph), and the nets returned
 are never the kept ones. A kept model is used only if its nets have the
 fresh nets' layers, configurations and variables (:func:`signature`) and,
@@ -84,18 +86,32 @@ def _copy(to: Sequence[keras.Model], src: Sequence[keras.Model]) -> None:
 
 
 class Compiled:
-    """A compiled joint model and its live nets (one per job); kept ones hold the optimizer's initial state."""
+    """A compiled model and its live nets (one per job); kept ones hold their initial state.
+
+    A kept model's initial state: its optimizer's, and that of every variable
+    of the model outside its nets (a layer of its own, such as the learned
+    scale of ``likelihood_theta``, or a ``DebiasedModel``'s snapshot and
+    ``f†`` mode), restored at each :meth:`load`.
+    """
 
     def __init__(self, model: keras.Model, nets: Sequence[keras.Model],
                  home: tuple[dict, Hashable] | None = None) -> None:
         self.model, self.nets, self._home = model, list(nets), home
-        self._optimizer_state = ([np.array(v.numpy()) for v in model.optimizer.variables]
-                                 if home is not None else [])
+        own = {id(v) for net in self.nets for v in net.variables}
+        self._initial = ([(v, np.array(v.numpy())) for v in
+                          [*model.optimizer.variables,
+                           *(v for v in model.variables if id(v) not in own)]]
+                         if home is not None else [])
+
+    @property
+    def kept(self) -> bool:
+        """Whether the model is kept for a later pass (its nets are not the fresh ones)."""
+        return self._home is not None
 
     def load(self, fresh: Sequence[keras.Model]) -> None:
-        """Give the live nets ``fresh``'s state and the optimizer its initial state."""
+        """Give the live nets ``fresh``'s state and the rest of the model its initial state."""
         _copy(self.nets, fresh)
-        for v, value in zip(self.model.optimizer.variables, self._optimizer_state):
+        for v, value in self._initial:
             v.assign(value)
 
     def give(self, fresh: Sequence[keras.Model]) -> None:

@@ -32,11 +32,12 @@ def _mlp(dropout: float = 0.0):
     return build
 
 
-def _fits(build, seeds=(0, 1)):
+def _fits(build, seeds=(0, 1), **options):
     out = []
     for seed in seeds:
         s = _data(seed)
-        out.append(adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, seed=seed, **FAST))
+        out.append(adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, seed=seed,
+                               **{**FAST, **options}))
     return out
 
 
@@ -60,6 +61,30 @@ def test_kept_models_give_the_results_of_new_ones(monkeypatch, dropout):
     new = _fits(_mlp(dropout))
     for a, b in zip(kept, new):
         _same(a, b)
+
+
+#: Candidates trained one by one (each in a model of its own: alternate learning's
+#: DebiasedModel with its snapshot, likelihood_theta's learned scale).
+ALONE = ["bce_w", "ratio", "ips", "likelihood_theta", "adpue_direct", "adpue_rounds",
+         "adpue_ratio"]
+
+
+@pytest.mark.parametrize("options", [
+    dict(batch_size=128),  # batches of the shuffled pipeline
+    dict(batch_size=512),  # every row in one batch: an epoch in one call
+    pytest.param(dict(batch_size=512, jit_compile=True), marks=pytest.mark.slow)])
+def test_kept_models_of_candidates_trained_alone_give_the_results_of_new_ones(
+        monkeypatch, options):
+    """Their compiled models are kept too: the next call's results are a new model's, bit for bit."""
+    build = _mlp(0.2)
+    kept = _fits(build, candidates=ALONE, epochs=2, rounds=2, **options)
+    alone = {key[0][1] for key in reuse._KEPT[reuse.owner(build)] if key[0][0] == "stage"}
+    assert alone == {"ips", "likelihood_theta", "adpue_direct", "adpue_rounds", "adpue_ratio"}
+    monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # nothing kept
+    new = _fits(_mlp(0.2), candidates=ALONE, epochs=2, rounds=2, **options)
+    for a, b in zip(kept, new):
+        _same(a, b)
+        assert a.candidates["adpue_ratio"].train_function is None  # Keras's own for the user
 
 
 def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own():
