@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Recommended: fit_pue's learning rate")
     linear.add_argument("--recommended-min-steps", type=int, default=500,
                         help="Recommended: fit_pue's min_steps")
+    linear.add_argument("--recommended-batch-size", type=int, default=4096,
+                        help="Recommended: fit_pue's batch_size (the default: every "
+                             "paper set's rows in one batch, full-batch steps as the "
+                             "other columns take)")
     linear.add_argument("--recommended-folds", type=int, default=1,
                         help="Recommended: fit_pue's folds (1: one held-out split; K: "
                              "K-fold cross-fitting, about 3x the time)")
@@ -242,6 +246,7 @@ def _bench(args: argparse.Namespace) -> int:
                                 recommended_epochs=args.recommended_epochs,
                                 recommended_learning_rate=args.recommended_lr,
                                 recommended_min_steps=args.recommended_min_steps,
+                                recommended_batch_size=args.recommended_batch_size,
                                 recommended_folds=args.recommended_folds,
                                 recommended_candidates=args.recommended_candidates,
                                 recommended_l2=args.recommended_l2,

@@ -52,7 +52,9 @@ class RecommendedConfig:
         learning_rate: Adam's learning rate (0.01 suits a linear net; fit_pue's
             default 1e-3 is for deeper nets).
         min_steps: at least this many optimizer steps per net.
-        batch_size: rows per batch.
+        batch_size: rows per batch (4096: every paper set's rows in one batch,
+            full-batch steps as the other columns take; fit_pue then runs each
+            epoch in one call, adpue_tf.recommend.full_batch).
         rounds: alternate-learning rounds of the ADPUE candidates.
         validation_split: share of the PU and E rows held out to choose.
         candidates: names of ``adp.recommend.CANDIDATES`` (None: fit_pue's default).
@@ -65,7 +67,7 @@ class RecommendedConfig:
     epochs: int = 1
     learning_rate: float = 0.01
     min_steps: int = 500
-    batch_size: int = 512
+    batch_size: int = 4096
     rounds: int = 10
     validation_split: float = 0.2
     candidates: tuple[str, ...] | None = None
@@ -88,7 +90,8 @@ def from_bench(cfg: Any) -> RecommendedConfig:
     l2s = (float(l2),) if isinstance(l2, (int, float)) else tuple(float(v) for v in l2)
     return RecommendedConfig(
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
-        min_steps=cfg.recommended_min_steps, candidates=None if cand is None else tuple(cand),
+        min_steps=cfg.recommended_min_steps, batch_size=cfg.recommended_batch_size,
+        candidates=None if cand is None else tuple(cand),
         l2=l2s[0] if len(l2s) == 1 else l2s, folds=cfg.recommended_folds,
         jit_compile=cfg.recommended_jit)
 

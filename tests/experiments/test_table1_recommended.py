@@ -44,6 +44,12 @@ def test_settings_come_from_the_bench_config():
     assert recommended.from_bench(dataclasses.replace(CFG, l2=0.0)).l2 == 0.0
     assert r.jit_compile is True  # XLA by default: the same accuracies, 27-55 % less time
     assert not recommended.from_bench(dataclasses.replace(CFG, recommended_jit=False)).jit_compile
+    # every paper set's rows in one batch (full-batch steps, as the other columns take)
+    assert r.batch_size == 4096 == recommended.RecommendedConfig().batch_size
+    assert recommended.from_bench(dataclasses.replace(CFG, recommended_batch_size=64)
+                                  ).batch_size == 64
+    with pytest.raises(ValueError, match="recommended_batch_size"):
+        dataclasses.replace(CFG, recommended_batch_size=0)
     assert sorted(recommended.nets(3, r.l2)) == ["l2=0.001", "l2=0.01"]
     assert callable(recommended.nets(3, 0.01))
     assert "Recommended" in table1.pue_methods(CFG)
@@ -140,6 +146,9 @@ def test_bench_linear_cli_runs_recommended_under_xla_unless_told_not_to():
     assert parse(["bench", "linear"]).recommended_jit is True
     assert parse(["bench", "linear", "--recommended-jit"]).recommended_jit is True
     assert parse(["bench", "linear", "--no-recommended-jit"]).recommended_jit is False
+    assert parse(["bench", "linear"]).recommended_batch_size == 4096
+    assert parse(["bench", "linear", "--recommended-batch-size", "512"]
+                 ).recommended_batch_size == 512
     assert table1.LinearBenchConfig().recommended_jit is True
 
 

@@ -310,7 +310,8 @@ def _linear_markdown(cfg: table1.LinearBenchConfig, loaded: dict, by_rate: dict,
             "(the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out Brier score "
             f"or likelihood shows another better; always with < {MIN_POSITIVES} positives held "
             f"out) and refitted on all (epochs ≤ {r.epochs}, Adam learning rate "
-            f"{r.learning_rate}, ≥ {r.min_steps} steps per net, {_penalty(r.l2)}"
+            f"{r.learning_rate}, ≥ {r.min_steps} steps per net, batches of ≤ {r.batch_size} "
+            f"rows, {_penalty(r.l2)}"
             f"{', every step under XLA' if r.jit_compile else ''}; "
             f"candidates {', '.join(r.candidates or ()) or 'fit_pue default'}).", ""]
     if cfg.exposure_mechanism != "paper":
