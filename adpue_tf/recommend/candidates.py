@@ -250,7 +250,7 @@ class Stage:
              make: Callable[[list[keras.Model]], keras.Model], loss: Any, data: Any, rows: int,
              monitor: Callable[[keras.Model], float] | None = None, callbacks: tuple = (),
              watched: Callable[[keras.Model], keras.Model] = lambda model: model,
-             key: Hashable = ()) -> keras.Model:
+             key: Hashable = (), keep: bool = True) -> keras.Model:
         """Fit ``make(nets)`` from the state of ``fresh``; keep the best epoch; the trained model.
 
         ``fresh[0]`` is the candidate's new net; the rest are trained nets its
@@ -259,7 +259,8 @@ class Stage:
         ``fresh``'s state, which then takes its trained state, so ``fresh[0]``
         ends trained as a new model would have left it. ``watched(model)`` is
         what the held-out score reads (default: the model itself); ``key``
-        holds what else the traced step depends on. Returns the trained
+        holds what else the traced step depends on (``keep=False``: a step
+        that holds a constant of these rows, never kept). Returns the trained
         model (its nets the kept model's own, when kept).
         """
         cfg = self.cfg
@@ -281,7 +282,8 @@ class Stage:
                          ("stage", name, key, steps, full, _described(cfg.optimizer()),
                           _described(loss), _layout(self.pu.x),
                           id(tf.distribute.get_strategy()), cfg.jit_compile),
-                         fresh, build, tf.nest.map_structure(lambda v: v[:8], self.pu.x))
+                         fresh, build, tf.nest.map_structure(lambda v: v[:8], self.pu.x),
+                         keep=keep)
         model = entry.model
         watch = None
         if self.held_out is not None:
@@ -384,7 +386,8 @@ class Stage:
         self._fit(name, fresh, make, losses.ADPUELoss(from_logits=True),
                   self._pue_data(name, rows), rows,
                   callbacks=(RefreshDagger(every_n_epochs=every),),
-                  watched=lambda model: model.net, key=(every, initial))
+                  watched=lambda model: model.net, key=every,
+                  keep=initial is None)  # a constant f†₀ (mean W) is in the step
 
     # -- the nets ---------------------------------------------------------------------
     def _train_theta(self) -> None:

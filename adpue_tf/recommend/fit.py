@@ -150,7 +150,11 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         x_e: exposure-log features, as ``x_pu``.
         e: exposures ``E`` in {0, 1}, ``(n_e,)``.
         epochs: at most this many epochs per net; each keeps its best epoch.
-        batch_size: rows per batch.
+        batch_size: rows per batch. A net whose training rows fit in one
+            batch trains full-batch: the batch is built once and an epoch's
+            steps run in one call (compiled whole with ``jit_compile``), the
+            same updates as shuffled batches of every row, several times
+            faster on small data (``adpue_tf.recommend.full_batch``).
         validation_split: share of the PU rows and of the E rows held out to
             choose, in ``(0, 0.5]``.
         seed: seeds the split, every net's initialisation and the shuffles
@@ -202,7 +206,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             are off, so a net that diverges is caught by its held-out score
             (recorded in ``.failed``) instead of stopping its step. The
             compiled passes are kept for the next call whose ``build_net``
-            has the same code (a lambda made in a loop counts as the same),
+            has the same code (a lambda made in a loop counts as the same;
+            the candidates trained alone too),
             so a loop of calls keeps about 1.5 MB a call with or without
             XLA; a builder that is a new callable object each call (a
             ``functools.partial``) leaves every compiled model behind, which

@@ -40,8 +40,11 @@ __all__ = ["MAX_PARAMS", "Compiled", "compiled", "kept_for", "owner", "signature
 
 #: Nets with more weights than this are trained in a new model every pass.
 MAX_PARAMS = 1_000_000
-#: Joint models kept per ``build_net`` (the oldest is dropped beyond this).
-MAX_KEPT = 8
+#: Compiled models kept per ``build_net`` (the least recently used is dropped
+#: beyond this). One call of fit_pue with every candidate and two nets of one
+#: builder uses 24: four joint passes, five candidates trained alone per net and
+#: the refit's; fewer than a call uses would drop each before its next use.
+MAX_KEPT = 32
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -181,7 +184,7 @@ def _same_outputs(live: Sequence[keras.Model], fresh: Sequence[keras.Model], pro
 def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.Model]],
              key: Hashable, fresh: Sequence[keras.Model],
              build: Callable[[Sequence[keras.Model]], keras.Model],
-             probe: Any = None) -> Compiled:
+             probe: Any = None, keep: bool = True) -> Compiled:
     """The compiled joint model for ``fresh``'s nets, kept or new, loaded with their state.
 
     Args:
@@ -195,6 +198,8 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
         probe: a few rows of features: a kept model is used only if its nets,
             loaded, give the fresh nets' outputs on them (a layer whose
             configuration hides a change would otherwise go unseen).
+        keep: False: a new model of ``fresh``, not kept (its step holds
+            something of this pass alone, such as a constant of the data).
 
     Returns:
         A :class:`Compiled` whose live nets hold ``fresh``'s state (they are
@@ -210,7 +215,7 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
                 for net in fresh)
     try:
         kept = (_KEPT.setdefault(owner(builders[0]), {})
-                if None not in sigs and small else None)
+                if None not in sigs and small and keep else None)
     except TypeError:  # build_net takes no weak reference
         kept = None
     if kept is None:
