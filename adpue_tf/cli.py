@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="settings (data set, rate, α) run at once, each in its own "
                              "process: the same numbers, about N times faster on N cores")
     linear.add_argument("--no-recommended", action="store_true",
-                        help="skip the Recommended column (adp.fit_pue per trial, ~5-10 s "
+                        help="skip the Recommended column (adp.fit_pue per trial, ~1-3 s "
                              "a trial and setting on 2 cores)")
     linear.add_argument("--recommended-epochs", type=int, default=1,
                         help="Recommended: fit_pue's epochs (1: one epoch of "

@@ -12,9 +12,11 @@ docs/guide/choosing-models.md), unless ``recommended_l2`` says otherwise; seed `
 one held-out split by default, ``K``-fold cross-fitting with ``folds``.
 The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
-Cost: about 30 s of CPU time per trial for the paper's data sets with one split,
-about 3x that with five folds; ``adpue-tf bench linear --no-recommended`` skips
-the column.
+Cost (2 CPU cores, one TensorFlow thread, under XLA): the first trial of a
+process 40-70 s (every pass compiled), then a median 0.9-2.6 s a trial on the
+paper's data sets with one split (benchmarks/results/linear.recommended.md);
+about 3x that with five folds; ``adpue-tf bench linear --no-recommended``
+skips the column.
 
 Example:
     >>> RecommendedConfig().learning_rate

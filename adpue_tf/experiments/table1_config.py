@@ -61,7 +61,7 @@ class LinearBenchConfig:
         ips_clip: IPS's floor on ``θ̂`` in ``W/θ̂``.
         exposure_mechanism: ``"paper"`` (the paper's formula), ``"logistic"`` or
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
-        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~5-10 s a
+        recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~1-3 s a
             trial and setting).
         recommended_epochs, recommended_learning_rate, recommended_min_steps,
             recommended_folds: its settings (default: one epoch of 500 steps,

@@ -1,20 +1,11 @@
 """Full-batch training for :func:`adpue_tf.fit_pue`: one batch, every step of an epoch in one call.
 
-When a net's training rows fit in one batch (``rows <= batch_size``), every
-batch fit_pue's pipelines give it holds every row once, in a new order: the
-risks are means over the rows of each source, so every step sees the same
-data. Then that batch is built once (:func:`whole`, :func:`whole_pue`)
-instead of shuffled and gathered again per step, and an epoch's ``steps`` optimizer steps run in
-one ``tf.while_loop`` inside one traced function (:func:`install_loop`),
-compiled whole under XLA, instead of Keras's loop, which fetches a batch and
-launches the step once per step. The same updates, up to the order of a
-float sum over the rows.
-
-Measured (2 CPU cores, eight linear nets of 14 features side by side, 320
-rows, Adam; ``benchmarks/results/linear.recommended.md``): under XLA 0.74 ms
-a step in Keras's loop against 0.08 ms in one compiled loop; without XLA
-0.88 ms and 0.63 ms; fetching a step's batch from the shuffled pipeline
-another 0.22 ms.
+When a net's training rows fit in one batch, every batch held every row (in a
+new order) and the risks are means over each source's rows: so the batch is
+built once (:func:`whole`, :func:`whole_pue`) and an epoch's steps run in one
+``tf.while_loop`` in one traced function, compiled whole under XLA
+(:func:`install_loop`). The same updates up to the order of a float sum;
+measured in docs/guide/choosing-models.md (*Cost*).
 
 Example:
     >>> import numpy as np, tensorflow as tf, keras

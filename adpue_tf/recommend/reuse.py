@@ -1,16 +1,13 @@
 """Compiled models kept for the next pass: :func:`compiled`.
 
 Tracing a Keras training step costs about a second (compiling it with XLA,
-several); on small data most of a :func:`adpue_tf.fit_pue` pass is that. The
-joint model of a pass (:mod:`adpue_tf.recommend.joint`), and the model of a
-candidate trained alone (a ``DebiasedModel`` of alternate learning with the
-nets of its first ``f†``, ``likelihood_theta``'s net with ``θ̂``), is kept,
-per ``build_net``, for the next pass of the same nets, losses, optimizer and
-steps: the refit and later calls with the same ``build_net`` code
-(:func:`owner`; TensorFlow never frees a compiled model's steps). Its own
-nets (the *live* ones) take the fresh nets' initial state (every variable,
-the dropout seeds included), its optimizer and its other variables their
-initial state; after training the fresh nets take the live nets' state. So the result is the one a new
+several). The joint model of a pass (:mod:`adpue_tf.recommend.joint`) and
+the model of a candidate trained alone are kept, per ``build_net`` code
+(:func:`owner`; TensorFlow never frees a compiled model's steps), for the next
+pass of the same nets, losses, optimizer and steps. Its own nets (the *live*
+ones) take the fresh nets' initial state (every variable, dropout seeds
+included), its optimizer and other variables their initial state; after
+training the fresh nets take the live nets' state. So the result is the one a new
 model gives (same initial state, batches and graph), and the nets returned
 are never the kept ones. A kept model is used only if its nets have the
 fresh nets' layers, configurations and variables (:func:`signature`) and,
