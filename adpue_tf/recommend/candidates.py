@@ -27,18 +27,15 @@ name                  what it trains                                        epoc
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import operator
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from adpue_tf import losses
-from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf._internal.seeding import seed_net
 from adpue_tf.callbacks import RefreshDagger
@@ -46,13 +43,10 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_pu
 from adpue_tf.model import DebiasedModel
+from adpue_tf.recommend.alone import Failed, train_alone
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
-from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop, whole, whole_pue
-from adpue_tf.recommend.reuse import compiled, unnamed
+from adpue_tf.recommend.full_batch import fits, whole, whole_pue
 from adpue_tf.recommend.train import (
-    HeldOutScore,
-    StopWhenStale,
-    compile_for_fit,
     finite_logits,
     logits,
     pu_batches,
@@ -114,26 +108,6 @@ class Settings:
     optimizer: Callable[[], Any]
     patience: int | None = None
     jit_compile: bool = False
-
-
-class Failed(Exception):
-    """A candidate could not be trained (its net diverged before any usable epoch)."""
-
-
-def _ratio_head(z: Any) -> Any:
-    """Ratio's logit from ``[logit of bce_w, logit of θ̂]``."""
-    return RatioLogit(floor=THETA_FLOOR)(z)
-
-
-def _described(obj: Any) -> str:
-    """A Keras object's class and configuration (names aside), for a kept model's key."""
-    config = obj.get_config() if hasattr(obj, "get_config") else repr(obj)
-    return json.dumps([type(obj).__qualname__, unnamed(config)], sort_keys=True, default=repr)
-
-
-def _layout(x: Any) -> str:
-    """The features' per-row shapes and dtypes, for a kept model's key."""
-    return repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str), x))
 
 
 def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
@@ -251,62 +225,13 @@ class Stage:
              monitor: Callable[[keras.Model], float] | None = None, callbacks: tuple = (),
              watched: Callable[[keras.Model], keras.Model] = lambda model: model,
              key: Hashable = (), keep: bool = True) -> keras.Model:
-        """Fit ``make(nets)`` from the state of ``fresh``; keep the best epoch; the trained model.
-
-        ``fresh[0]`` is the candidate's new net; the rest are trained nets its
-        model reads (``θ̂``...). The compiled model is kept for the next fit of
-        the same kind (:mod:`adpue_tf.recommend.reuse`): it trains from
-        ``fresh``'s state, which then takes its trained state, so ``fresh[0]``
-        ends trained as a new model would have left it. ``watched(model)`` is
-        what the held-out score reads (default: the model itself); ``key``
-        holds what else the traced step depends on (``keep=False``: a step
-        that holds a constant of these rows, never kept). Returns the trained
-        model (its nets the kept model's own, when kept).
-        """
-        cfg = self.cfg
-        epochs = cfg.epochs if self.fixed is None else self.fixed[name]
-        steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
-        full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
-
-        def build(nets: Sequence[keras.Model]) -> keras.Model:
-            model = make(list(nets))
-            # One call of the training function per epoch (the small nets of tabular
-            # data spend most of a step in Python dispatch otherwise).
-            compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss,
-                            steps_per_execution=steps, jit_compile=cfg.jit_compile)
-            if full:
-                install_loop(model)
-            return model
-
-        entry = compiled([self.build_net] * len(fresh),
-                         ("stage", name, key, steps, full, _described(cfg.optimizer()),
-                          _described(loss), _layout(self.pu.x),
-                          id(tf.distribute.get_strategy()), cfg.jit_compile),
-                         fresh, build, tf.nest.map_structure(lambda v: v[:8], self.pu.x),
-                         keep=keep)
-        model = entry.model
-        watch = None
-        if self.held_out is not None:
-            watch = HeldOutScore(watched(model), monitor or self._brier_of())
-            callbacks = (*callbacks, watch, StopWhenStale([watch], cfg.patience))
-        if epochs > 0:
-            try:
-                model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0,
-                          shuffle=False, callbacks=list(callbacks))
-            except tf.errors.InvalidArgumentError as err:
-                if DIVERGED not in str(err):
-                    raise
-                # The guard stopped the step before a bad update; keep the best epoch
-                # before it, if there was one.
-                if watch is None or watch.best_epoch == 0:
-                    raise Failed(f"{name} diverged in epoch {len(watch.history) + 1 if watch else '?'}"
-                                 f" (outputs {DIVERGED})") from None
-                watch.on_train_end()
-            finally:
-                if full and not entry.kept:
-                    uninstall_loop(model)  # the net a user gets keeps Keras's own fit
-        entry.give(fresh)
-        self.best_epoch[name] = watch.best_epoch if watch else epochs
+        """Train ``name`` alone (``alone.train_alone``: ``fresh[0]`` ends trained); the model."""
+        model, best = train_alone(
+            name, fresh, make, loss, data, rows, self.cfg, self.build_net, self.pu.x,
+            epochs=self.cfg.epochs if self.fixed is None else self.fixed[name],
+            monitor=(None if self.held_out is None else monitor or self._brier_of()),
+            callbacks=callbacks, watched=watched, key=key, keep=keep)
+        self.best_epoch[name] = best
         self.models[name] = fresh[0]
         self.heads[name] = ((name,), lambda z: z[name])
         return model
@@ -379,8 +304,8 @@ class Stage:
         def make(nets: list[keras.Model]) -> keras.Model:
             if initial is not None:
                 return DebiasedModel(nets[0], initial_dagger=initial)
-            ratio = compose({"bce_w": nets[1], "theta": nets[2]},
-                            lambda z: _ratio_head([z["bce_w"], z["theta"]]), "ratio")
+            ratio = compose({"bce_w": nets[1], "theta": nets[2]}, lambda z: RatioLogit(
+                floor=THETA_FLOOR)([z["bce_w"], z["theta"]]), "ratio")
             return DebiasedModel(nets[0], initial_dagger=ratio)
 
         self._fit(name, fresh, make, losses.ADPUELoss(from_logits=True),
@@ -401,7 +326,8 @@ class Stage:
         self._train_pu_loss("bce_w", losses.LogitLoss(from_logits=True), False, monitor)
 
     def _train_ratio(self) -> None:
-        self._composite("ratio", ("bce_w", "theta"), _ratio_head)
+        self._composite("ratio", ("bce_w", "theta"),
+                        lambda z: RatioLogit(floor=THETA_FLOOR)(z))
 
     def _train_elkan_noto(self) -> None:
         p = _sigmoid(logits(self.get("bce_w"), self.pu.x))

@@ -1,0 +1,119 @@
+"""A candidate of :func:`adpue_tf.fit_pue` trained alone, in a compiled model kept across calls.
+
+:func:`train_alone` compiles ``make(nets)`` (or takes the kept one,
+:mod:`adpue_tf.recommend.reuse`), trains it from the fresh nets' state for
+its epochs, keeps the best held-out epoch and gives the fresh nets the
+trained state. Rows that fit one batch train full-batch
+(:mod:`adpue_tf.recommend.full_batch`).
+
+Example:
+    >>> import keras
+    >>> _described(keras.optimizers.Adam(0.01)).startswith('["Adam"')
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from adpue_tf._internal.guards import DIVERGED
+from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop
+from adpue_tf.recommend.reuse import compiled, unnamed
+from adpue_tf.recommend.train import (
+    HeldOutScore,
+    StopWhenStale,
+    compile_for_fit,
+    steps_per_epoch,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from adpue_tf.recommend.candidates import Settings
+
+__all__ = ["Failed", "train_alone"]
+
+
+class Failed(Exception):
+    """A candidate could not be trained (its net diverged before any usable epoch)."""
+
+
+def _described(obj: Any) -> str:
+    """A Keras object's class and configuration (names aside), for a kept model's key."""
+    config = obj.get_config() if hasattr(obj, "get_config") else repr(obj)
+    return json.dumps([type(obj).__qualname__, unnamed(config)], sort_keys=True, default=repr)
+
+
+def _layout(x: Any) -> str:
+    """The features' per-row shapes and dtypes, for a kept model's key."""
+    return repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str), x))
+
+
+def train_alone(name: str, fresh: list[keras.Model],
+                make: Callable[[list[keras.Model]], keras.Model], loss: Any, data: Any,
+                rows: int, cfg: Settings, build_net: Callable[[], keras.Model], features: Any, *,
+                epochs: int, monitor: Callable[[keras.Model], float] | None,
+                callbacks: tuple = (),
+                watched: Callable[[keras.Model], keras.Model] = lambda model: model,
+                key: Hashable = (), keep: bool = True) -> tuple[keras.Model, int]:
+    """Fit ``make(nets)`` from the state of ``fresh``; the trained model and its kept epoch.
+
+    ``fresh[0]`` is the candidate's new net; the rest are trained nets its
+    model reads (``θ̂``...). The compiled model is kept for the next fit of
+    the same kind: it trains from ``fresh``'s state, which then takes its
+    trained state, so ``fresh[0]`` ends trained as a new model would have
+    left it. ``monitor(watched(model))`` is the held-out score the best epoch
+    is kept by (None: no held-out rows, every epoch kept); ``key`` holds what
+    else the traced step depends on (``keep=False``: a step that holds a
+    constant of these rows, never kept); ``features``: rows whose first eight
+    probe a kept model (:func:`adpue_tf.recommend.reuse.compiled`).
+
+    Raises:
+        Failed: if the net diverged before any usable epoch.
+    """
+    steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
+    full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
+
+    def build(nets: Sequence[keras.Model]) -> keras.Model:
+        model = make(list(nets))
+        # One call of the training function per epoch (the small nets of tabular
+        # data spend most of a step in Python dispatch otherwise).
+        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss,
+                        steps_per_execution=steps, jit_compile=cfg.jit_compile)
+        if full:
+            install_loop(model)
+        return model
+
+    entry = compiled([build_net] * len(fresh),
+                     ("stage", name, key, steps, full, _described(cfg.optimizer()),
+                      _described(loss), _layout(features),
+                      id(tf.distribute.get_strategy()), cfg.jit_compile),
+                     fresh, build, tf.nest.map_structure(lambda v: v[:8], features),
+                     keep=keep)
+    model = entry.model
+    watch = None
+    if monitor is not None:
+        watch = HeldOutScore(watched(model), monitor)
+        callbacks = (*callbacks, watch, StopWhenStale([watch], cfg.patience))
+    if epochs > 0:
+        try:
+            model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0,
+                      shuffle=False, callbacks=list(callbacks))
+        except tf.errors.InvalidArgumentError as err:
+            if DIVERGED not in str(err):
+                raise
+            # The guard stopped the step before a bad update; keep the best epoch
+            # before it, if there was one.
+            if watch is None or watch.best_epoch == 0:
+                raise Failed(f"{name} diverged in epoch {len(watch.history) + 1 if watch else '?'}"
+                             f" (outputs {DIVERGED})") from None
+            watch.on_train_end()
+        finally:
+            if full and not entry.kept:
+                uninstall_loop(model)  # the net a user gets keeps Keras's own fit
+    entry.give(fresh)
+    return model, watch.best_epoch if watch else epochs
