@@ -7,24 +7,21 @@ trained state. Rows that fit one batch train full-batch
 (:mod:`adpue_tf.recommend.full_batch`).
 
 Example:
-    >>> import keras
-    >>> _described(keras.optimizers.Adam(0.01)).startswith('["Adam"')
-    True
+    >>> train_alone.__name__
+    'train_alone'
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop
-from adpue_tf.recommend.reuse import compiled, unnamed
+from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -40,17 +37,6 @@ __all__ = ["Failed", "train_alone"]
 
 class Failed(Exception):
     """A candidate could not be trained (its net diverged before any usable epoch)."""
-
-
-def _described(obj: Any) -> str:
-    """A Keras object's class and configuration (names aside), for a kept model's key."""
-    config = obj.get_config() if hasattr(obj, "get_config") else repr(obj)
-    return json.dumps([type(obj).__qualname__, unnamed(config)], sort_keys=True, default=repr)
-
-
-def _layout(x: Any) -> str:
-    """The features' per-row shapes and dtypes, for a kept model's key."""
-    return repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str), x))
 
 
 def train_alone(name: str, fresh: list[keras.Model],
@@ -89,11 +75,10 @@ def train_alone(name: str, fresh: list[keras.Model],
         return model
 
     entry = compiled([build_net] * len(fresh),
-                     ("stage", name, key, steps, full, _described(cfg.optimizer()),
-                      _described(loss), _layout(features),
+                     ("stage", name, key, steps, full, described(cfg.optimizer()),
+                      described(loss), feature_layout(features),
                       id(tf.distribute.get_strategy()), cfg.jit_compile),
-                     fresh, build, tf.nest.map_structure(lambda v: v[:8], features),
-                     keep=keep)
+                     fresh, build, probe_rows(features), keep=keep)
     model = entry.model
     watch = None
     if monitor is not None:

@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
 from adpue_tf.recommend.full_batch import fits, install_loop, whole, whole_pue
-from adpue_tf.recommend.reuse import compiled, unnamed
+from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
@@ -205,11 +204,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
             install_loop(model)  # kept with the model (an internal one: never a user's)
         return model
 
-    optimizer = json.dumps(unnamed(keras.optimizers.serialize(cfg.optimizer())), sort_keys=True,
-                           default=repr)
-    features = repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str),
-                                          pu.x))
-    probe = tf.nest.map_structure(lambda v: v[:8], pu.x)
+    optimizer, features, probe = described(cfg.optimizer()), feature_layout(pu.x), probe_rows(pu.x)
     joint = compiled([stages[s].build_net for s, _ in jobs],
                      (tuple(jobs), tuple(st.fold for st in stages), pu_only, steps, optimizer,
                       features, id(tf.distribute.get_strategy()), cfg.jit_compile, full),

@@ -32,8 +32,10 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
-__all__ = ["MAX_PARAMS", "Compiled", "compiled", "kept_for", "owner", "signature", "unnamed"]
+__all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "kept_for",
+           "owner", "probe_rows", "signature", "unnamed"]
 
 #: Nets with more weights than this are trained in a new model every pass.
 MAX_PARAMS = 1_000_000
@@ -148,6 +150,22 @@ def unnamed(config: Any) -> Any:
     if isinstance(config, (list, tuple)):
         return [unnamed(v) for v in config]
     return config
+
+
+def described(obj: Any) -> str:
+    """A Keras object's class and configuration (names aside): part of a kept model's key."""
+    config = obj.get_config() if hasattr(obj, "get_config") else repr(obj)
+    return json.dumps([type(obj).__qualname__, unnamed(config)], sort_keys=True, default=repr)
+
+
+def feature_layout(x: Any) -> str:
+    """The features' per-row shapes and dtypes: part of a kept model's key."""
+    return repr(tf.nest.map_structure(lambda v: (np.shape(v)[1:], np.asarray(v).dtype.str), x))
+
+
+def probe_rows(x: Any) -> Any:
+    """The first eight rows of features ``x``: the probe of :func:`compiled`."""
+    return tf.nest.map_structure(lambda v: v[:8], x)
 
 
 def signature(net: keras.Model) -> str | None:
