@@ -228,6 +228,23 @@ def test_each_setting_runs_in_a_fresh_worker_process():
     assert len(pids) == 3 and len(set(pids)) == 3 and os.getpid() not in pids
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="max_tasks_per_child needs 3.11")
+def test_settings_run_together_share_one_worker_process_each_group_its_own():
+    """``together``: a group's settings one after another in one process, in order."""
+    from adpue_tf.experiments.bench.parallel import run_settings
+
+    got = []
+    tasks = [((rate, alpha), {}) for rate in (0.5, 0.7) for alpha in (0.3, 0.5)]
+    run_settings(tasks, 2, lambda key, pid: got.append((key, pid)), work=os.getpid,
+                 together=lambda key: key[1])
+    assert sorted(k for k, _ in got) == sorted(k for k, _ in tasks)
+    pid = dict(got)
+    assert pid[(0.5, 0.3)] == pid[(0.7, 0.3)] and pid[(0.5, 0.5)] == pid[(0.7, 0.5)]
+    assert pid[(0.5, 0.3)] != pid[(0.5, 0.5)] and os.getpid() not in pid.values()
+    order = [k for k, _ in got]  # a group's keys come in the order of the tasks
+    assert order.index((0.5, 0.3)) < order.index((0.7, 0.3))
+
+
 def test_jobs_must_be_a_positive_int(tmp_path):
     from adpue_tf.experiments.bench import run_linear
 

@@ -79,7 +79,8 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         strict: raise on a missing data file (else the row says "no data").
         progress: stream for the progress display.
         command: the command line, for the files' provenance block.
-        jobs: settings run at once, each in its own process
+        jobs: settings run at once, each data set and split ratio (its
+            exposure rates one after another) in its own process
             (:func:`~adpue_tf.experiments.bench.parallel.run_settings`: the same
             numbers, about ``jobs`` times faster on as many cores); 1: one
             after another in this process.
@@ -179,7 +180,10 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
         done += 1
         write()
 
-    run_settings(tasks, jobs, finished)
+    # The exposure rates of one data set and split ratio share their fit_pue nets'
+    # shapes: one worker runs them in turn, the later ones in the compiled models
+    # the first kept (the same numbers; benchmarks/results/linear.recommended.md).
+    run_settings(tasks, jobs, finished, together=lambda key: key[1:])
     bar.close()
     return path
 

@@ -5,9 +5,11 @@ arguments and seeds, so settings can run in separate processes and give the
 same numbers as one after another. Most of a setting's time is Python
 (tracing each ``fit_pue`` net), which one process runs on one core; ``jobs``
 processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
-threads, and (Python >= 3.11) runs one setting only, so what a process
-keeps (about 1.5 MB a ``fit_pue`` call, measured in
-``benchmarks/results/linear.recommended.md``) goes with it.
+threads, and (Python >= 3.11) runs one group of settings only (``together``:
+settings whose ``fit_pue`` nets have the same shapes, so the second trains in
+the compiled models the first kept), so what a process keeps (about 1.5 MB a
+``fit_pue`` call, measured in ``benchmarks/results/linear.recommended.md``)
+goes with it.
 
 Example:
     >>> done = []
@@ -23,7 +25,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 __all__ = ["check_jobs", "run_settings", "run_table1_setting"]
@@ -62,9 +64,15 @@ def _init_worker(threads: int) -> None:
     tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
+def _run_group(work: Callable[..., Any], group: Sequence[dict[str, Any]]) -> list[Any]:
+    """``work(**kwargs)`` for each ``kwargs`` of ``group``, in order, in one process."""
+    return [work(**kwargs) for kwargs in group]
+
+
 def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
                  done: Callable[[Any, Any], None],
-                 work: Callable[..., Any] = run_table1_setting) -> None:
+                 work: Callable[..., Any] = run_table1_setting,
+                 together: Callable[[Any], Hashable] | None = None) -> None:
     """Run ``work(**kwargs)`` for every ``(key, kwargs)`` of ``tasks``; ``done(key, result)`` as each ends.
 
     Args:
@@ -73,6 +81,10 @@ def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
         done: called in this process with each task's key and result, in
             the order they finish (with ``jobs=1``, the order of ``tasks``).
         work: a module-level function (it is sent to the workers by name).
+        together: ``together(key)``: tasks with equal values run one after
+            another in one worker process (in the order of ``tasks``; their
+            ``done`` calls come when the last ends), a group started where
+            its first task is; None: each task in its own process.
 
     Raises:
         ValueError: if ``jobs`` is not a positive int.
@@ -87,15 +99,20 @@ def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
         return
     jobs = min(jobs, len(tasks))
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    # A fresh process per setting: what one keeps (see above) goes with it.
+    groups: dict[Hashable, list[tuple[Any, dict[str, Any]]]] = {}
+    for i, (key, kwargs) in enumerate(tasks):
+        groups.setdefault(i if together is None else together(key), []).append((key, kwargs))
+    # A fresh process per group: what one keeps (see above) goes with it.
     fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
     pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+        max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker, initargs=(threads,), **fresh)
     try:
-        futures = {pool.submit(work, **kwargs): key for key, kwargs in tasks}
+        futures = {pool.submit(_run_group, work, [kw for _, kw in group]):
+                   [key for key, _ in group] for group in groups.values()}
         for future in concurrent.futures.as_completed(futures):
-            done(futures[future], future.result())
+            for key, result in zip(futures[future], future.result()):
+                done(key, result)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
