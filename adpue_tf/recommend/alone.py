@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from adpue_tf._internal.guards import DIVERGED
-from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop
+from adpue_tf.recommend.full_batch import fit, fits, install_loop, uninstall_loop
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
@@ -86,8 +86,7 @@ def train_alone(name: str, fresh: list[keras.Model],
         callbacks = (*callbacks, watch, StopWhenStale([watch], cfg.patience))
     if epochs > 0:
         try:
-            model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0,
-                      shuffle=False, callbacks=list(callbacks))
+            fit(model, data, epochs=epochs, steps=steps, callbacks=list(callbacks))
         except tf.errors.InvalidArgumentError as err:
             if DIVERGED not in str(err):
                 raise

@@ -29,7 +29,7 @@ import tensorflow as tf
 from adpue_tf.data._streams import stream_features
 from adpue_tf.labels import pack_e, pack_pu
 
-__all__ = ["fits", "install_loop", "uninstall_loop", "whole", "whole_pue"]
+__all__ = ["fit", "fits", "install_loop", "uninstall_loop", "whole", "whole_pue"]
 
 
 def fits(rows: int, batch_size: int) -> bool:
@@ -88,7 +88,46 @@ def install_loop(model: keras.Model) -> None:
     def function(iterator: Any) -> Any:
         return loop(iterator.get_next())
 
+    function.adpue_loop = True  # type: ignore[attr-defined]
     model.train_function = function
+
+
+def fit(model: keras.Model, data: tf.data.Dataset, *, epochs: int, steps: int,
+        callbacks: list[keras.callbacks.Callback]) -> None:
+    """``model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=callbacks)``.
+
+    For a model that went through one ``fit`` with :func:`install_loop`'s
+    function (a kept model, :mod:`adpue_tf.recommend.reuse`), the epochs run
+    here: each epoch one call of that function, the callbacks' hooks called
+    as ``fit`` calls them (train begin and end, epoch begin and end, one
+    batch per epoch; the logs empty), stopping when ``model.stop_training``
+    is set. The same updates, without ``fit``'s set-up of each call (its
+    data adapter, callback list, progress bar and history: about a fifth of
+    a small net's call, measured in docs/guide/choosing-models.md). The
+    first ``fit`` of a model, and any other, is Keras's.
+    """
+    fast = getattr(model.train_function, "adpue_loop", False) and \
+        getattr(model, "_adpue_fitted", False)
+    if not fast:
+        model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
+                  callbacks=callbacks)
+        model._adpue_fitted = True
+        return
+    hooks = keras.callbacks.CallbackList(callbacks, model=model, verbose=0, epochs=epochs,
+                                         steps=steps)
+    model.stop_training = False
+    iterator = iter(data)
+    hooks.on_train_begin()
+    for epoch in range(epochs):
+        model.reset_metrics()
+        hooks.on_epoch_begin(epoch)
+        hooks.on_train_batch_begin(0)
+        model.train_function(iterator)
+        hooks.on_train_batch_end(steps - 1, {})
+        hooks.on_epoch_end(epoch, {})
+        if model.stop_training:
+            break
+    hooks.on_train_end()
 
 
 def uninstall_loop(model: keras.Model) -> None:

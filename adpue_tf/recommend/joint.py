@@ -36,7 +36,7 @@ from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
-from adpue_tf.recommend.full_batch import fits, install_loop, whole, whole_pue
+from adpue_tf.recommend.full_batch import fit, fits, install_loop, whole, whole_pue
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
@@ -224,8 +224,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
     stop = [StopWhenStale(watches, cfg.patience)] if watches else []
     try:
-        model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
-                  callbacks=[*callbacks, *stop])
+        fit(model, data, epochs=epochs, steps=steps, callbacks=[*callbacks, *stop])
     except tf.errors.InvalidArgumentError as err:
         if DIVERGED not in str(err):
             raise

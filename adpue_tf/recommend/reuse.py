@@ -99,6 +99,8 @@ class Compiled:
     def __init__(self, model: keras.Model, nets: Sequence[keras.Model],
                  home: tuple[dict, Hashable] | None = None) -> None:
         self.model, self.nets, self._home = model, list(nets), home
+        self._checked = 0  # probes checked (the second on traces the live nets' pass)
+        self._forward: Callable[[Any], list[Any]] | None = None
         own = {id(v) for net in self.nets for v in net.variables}
         self._initial = ([(v, np.array(v.numpy())) for v in
                           [*model.optimizer.variables,
@@ -115,6 +117,18 @@ class Compiled:
         _copy(self.nets, fresh)
         for v, value in self._initial:
             v.assign(value)
+
+    def outputs(self, probe: Any) -> list[np.ndarray]:
+        """The live nets' outputs on ``probe`` (from its second call, one traced pass for all)."""
+        self._checked += 1
+        if self._checked == 1:
+            return [np.asarray(keras.ops.convert_to_numpy(net(probe, training=False)))
+                    for net in self.nets]
+        if self._forward is None:
+            nets = self.nets
+            self._forward = tf.function(lambda x: [net(x, training=False) for net in nets],
+                                        reduce_retracing=True)
+        return [np.asarray(keras.ops.convert_to_numpy(z)) for z in self._forward(probe)]
 
     def give(self, fresh: Sequence[keras.Model]) -> None:
         """Give ``fresh`` the live nets' (trained) state; the model is free for the next pass.
@@ -185,10 +199,9 @@ def signature(net: keras.Model) -> str | None:
         return None
 
 
-def _same_outputs(live: Sequence[keras.Model], fresh: Sequence[keras.Model], probe: Any) -> bool:
+def _same_outputs(entry: Compiled, fresh: Sequence[keras.Model], probe: Any) -> bool:
     """Whether each live net, loaded with its fresh net's state, computes what that net does."""
-    for a, b in zip(live, fresh):
-        got = np.asarray(keras.ops.convert_to_numpy(a(probe, training=False)))
+    for got, b in zip(entry.outputs(probe), fresh):
         want = np.asarray(keras.ops.convert_to_numpy(b(probe, training=False)))
         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6,
                                                       equal_nan=True):
@@ -243,6 +256,6 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
             return Compiled(build(fresh), fresh)
         entry = Compiled(build(live), live, home=(kept, full))
     entry.load(fresh)
-    if probe is not None and not _same_outputs(entry.nets, fresh, probe):
+    if probe is not None and not _same_outputs(entry, fresh, probe):
         return Compiled(build(fresh), fresh)  # the kept one is dropped
     return entry

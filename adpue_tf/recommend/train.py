@@ -29,8 +29,8 @@ from adpue_tf._internal.guards import MAX_LOGIT
 from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.data._streams import gathered_batches
 
-__all__ = ["HeldOutScore", "StopWhenStale", "compile_for_fit", "finite_logits", "logits",
-           "pu_batches", "steps_per_epoch", "usable_score"]
+__all__ = ["HeldOutScore", "StopWhenStale", "as_logits", "compile_for_fit", "finite_logits",
+           "logits", "outputs", "pu_batches", "steps_per_epoch", "usable_score"]
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192
@@ -62,15 +62,25 @@ def _forward(model: keras.Model, rows: int) -> Callable[[Any], Any]:
 _TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def logits(model: keras.Model, x: Any) -> np.ndarray:
-    """The model's logits on every row of ``x`` (array or dict), float64 ``(n,)``, in batches."""
+def outputs(model: keras.Model, x: Any) -> np.ndarray:
+    """The model's outputs on every row of ``x`` (array or dict), as it computes them, in batches."""
     n = len(tf.nest.flatten(x)[0])
     forward = _forward(model, n)
     parts = []
     for i in range(0, n, _SCORE_BATCH):
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)
-        parts.append(np.reshape(keras.ops.convert_to_numpy(forward(rows)), (-1,)))
-    return np.concatenate(parts).astype(np.float64)
+        parts.append(np.asarray(keras.ops.convert_to_numpy(forward(rows))))
+    return np.concatenate(parts)
+
+
+def logits(model: keras.Model, x: Any) -> np.ndarray:
+    """The model's logits on every row of ``x`` (array or dict), float64 ``(n,)``, in batches."""
+    return as_logits(outputs(model, x))
+
+
+def as_logits(out: np.ndarray) -> np.ndarray:
+    """A one-logit model's :func:`outputs` as float64 logits ``(n,)``."""
+    return np.reshape(out, (-1,)).astype(np.float64)
 
 
 def finite_logits(*zs: np.ndarray) -> bool:
