@@ -101,6 +101,9 @@ class Compiled:
         self.model, self.nets, self._home = model, list(nets), home
         self._checked = 0  # probes checked (the second on traces the live nets' pass)
         self._forward: Callable[[Any], list[Any]] | None = None
+        self._loads = 0  # loads (the second on assigns every variable in one traced call)
+        self._load: Callable[[list[Any]], None] | None = None
+        self._give: Callable[[list[Any]], None] | None = None
         own = {id(v) for net in self.nets for v in net.variables}
         self._initial = ([(v, np.array(v.numpy())) for v in
                           [*model.optimizer.variables,
@@ -112,11 +115,33 @@ class Compiled:
         """Whether the model is kept for a later pass (its nets are not the fresh ones)."""
         return self._home is not None
 
+    def _live(self) -> list[Any]:
+        return [x for net in self.nets for x in net.variables]
+
     def load(self, fresh: Sequence[keras.Model]) -> None:
-        """Give the live nets ``fresh``'s state and the rest of the model its initial state."""
-        _copy(self.nets, fresh)
-        for v, value in self._initial:
-            v.assign(value)
+        """Give the live nets ``fresh``'s state and the rest of the model its initial state.
+
+        A kept model's second load on assigns every variable in one traced call
+        (about 40 eager assignments a pass otherwise).
+        """
+        self._loads += 1
+        if self._home is None or self._loads == 1:
+            _copy(self.nets, fresh)
+            for v, value in self._initial:
+                v.assign(value)
+            return
+        if self._load is None:
+            live = self._live()
+            initial = [(v, tf.constant(value)) for v, value in self._initial]
+
+            def load(values: list[Any]) -> None:
+                for x, y in zip(live, values):
+                    x.assign(y)
+                for v, value in initial:
+                    v.assign(value)
+
+            self._load = tf.function(load)
+        self._load([y.value for net in fresh for y in net.variables])
 
     def outputs(self, probe: Any) -> list[np.ndarray]:
         """The live nets' outputs on ``probe`` (from its second call, one traced pass for all)."""
@@ -136,7 +161,18 @@ class Compiled:
         Until then no other pass gets it (one that asks meanwhile, from another
         thread, gets a new model); a pass that raises never gives it back.
         """
-        _copy(fresh, self.nets)
+        if self._home is None or self._loads == 1:
+            _copy(fresh, self.nets)
+        else:
+            if self._give is None:
+                live = self._live()
+
+                def give(targets: list[Any]) -> None:
+                    for x, y in zip(targets, live):
+                        x.assign(y)
+
+                self._give = tf.function(give)
+            self._give([x.value for net in fresh for x in net.variables])
         if self._home is not None:
             kept, key = self._home
             kept[key] = self  # the most recent last
