@@ -158,7 +158,9 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     """Train ``names`` of every stage in one pass; install each net in its stage.
 
     A stage trains on the rows whose fold is not its ``fold`` (``-1``: no stage
-    holds the row out). Nets a stage has already are skipped.
+    holds the row out); in one batch of every row (full-batch), rows that every
+    net of the pass holds out (one split) are left out of it. Nets a stage has
+    already are skipped.
 
     Args:
         stages: the stages, one per fold and net (``held_out``: the rows of
@@ -219,6 +221,12 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
             callbacks.append(_KeepEpoch(net, fixed[name]))
     epochs = cfg.epochs if first.fixed is None else max(
         [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
+    if full:  # rows every net of the pass holds out (one split): left out of the batch
+        out = {stages[s].fold for s, _ in jobs}
+        if len(out) == 1:
+            pu_in, e_in = np.flatnonzero(pu_fold != min(out)), np.flatnonzero(e_fold != min(out))
+            pu, pu_fold, theta_pu = pu.take(pu_in), pu_fold[pu_in], theta_pu[pu_in]
+            e, e_fold = e.take(e_in), e_fold[e_in]
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
                     seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only, full=full)
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
