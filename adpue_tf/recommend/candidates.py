@@ -46,15 +46,8 @@ from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.alone import Failed, train_alone
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 from adpue_tf.recommend.full_batch import fits, whole, whole_pue
-from adpue_tf.recommend.train import (
-    as_logits,
-    finite_logits,
-    logits,
-    outputs,
-    pu_batches,
-    steps_per_epoch,
-    usable_score,
-)
+from adpue_tf.recommend.held_out import PU, E, HeldOut, brier_scorer, log_loss_scorer
+from adpue_tf.recommend.train import logits, pu_batches, steps_per_epoch
 from adpue_tf.validation.scores import brier_unchecked
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
@@ -112,34 +105,6 @@ class Settings:
     jit_compile: bool = False
 
 
-def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
-    return float(np.mean(np.logaddexp(0.0, z) - y * z))
-
-
-#: Which held-out rows: the PU rows (0) or the E rows (1).
-_PU, _E = 0, 1
-
-
-class _Scorer:
-    """A net's held-out score (lower is better) that keeps its outputs at the best call.
-
-    :class:`~adpue_tf.recommend.train.HeldOutScore` calls it once an epoch and
-    keeps the weights of the lowest finite score; the outputs kept here are
-    that epoch's (the same comparison), so the trained net's held-out outputs
-    are not computed again (:meth:`Stage.held`).
-    """
-
-    def __init__(self, fn: Callable[[keras.Model], tuple[float, dict[int, np.ndarray]]]) -> None:
-        self.fn, self.best = fn, math.inf
-        self.kept: dict[int, np.ndarray] = {}
-
-    def __call__(self, model: keras.Model) -> float:
-        value, out = self.fn(model)
-        if math.isfinite(value) and value < self.best:
-            self.best, self.kept = value, out
-        return value
-
-
 class Stage:
     """Train candidates on ``pu``/``e`` rows; score them on ``held_out`` rows when given.
 
@@ -171,11 +136,7 @@ class Stage:
         #: name -> (the nets it reads, head: their logits -> its logit)
         self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
         self._theta_pu: np.ndarray | None = None
-        self._held_logits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        #: name -> {source: its outputs on those held-out rows}, as the model computes them
-        self._held_raw: dict[str, dict[int, np.ndarray]] = {}
-        #: name -> the score its training kept its best epoch by (holding those outputs)
-        self._scorers: dict[str, _Scorer] = {}
+        self._held = None if held_out is None else HeldOut(held_out)
 
     # -- the public side ------------------------------------------------------------
     def get(self, name: str) -> keras.Model:
@@ -227,48 +188,22 @@ class Stage:
         pu, e = self._require_held_out()
         if name not in ("theta", "bce_w"):
             return self._brier_of(name)
-        src, rows = (_E, e) if name == "theta" else (_PU, pu)
-
-        def score(m: keras.Model) -> tuple[float, dict[int, np.ndarray]]:
-            out = outputs(m, rows.x)
-            return usable_score(_log_loss, rows.y, as_logits(out)), {src: out}
-
-        self._scorers[name] = _Scorer(score)
-        return self._scorers[name]
+        held = self._held_out()
+        return held.watch(name, log_loss_scorer(e, E) if name == "theta" else
+                          log_loss_scorer(pu, PU))
 
     # -- helpers --------------------------------------------------------------------
     def _require_held_out(self) -> tuple[Rows, Rows]:
-        if self.held_out is None:
+        return self._held_out().rows
+
+    def _held_out(self) -> HeldOut:
+        if self._held is None:
             raise RuntimeError("This stage has no held-out rows.")
-        return self.held_out
+        return self._held
 
     def held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Logits of model ``name`` on the held-out PU and E rows (cached)."""
-        if name not in self._held_logits:
-            self._held_logits[name] = (as_logits(self._held_outputs(name, _PU)),
-                                       as_logits(self._held_outputs(name, _E)))
-        return self._held_logits[name]
-
-    def _held_outputs(self, name: str, source: int) -> np.ndarray:
-        """Model ``name``'s outputs on the held-out rows of ``source`` (cached).
-
-        Those its training scored at its kept epoch, else a composite's head
-        on its nets' outputs (what its model computes), else the model's.
-        """
-        model = self.get(name)
-        raw = self._held_raw.setdefault(name, {})
-        scorer = self._scorers.pop(name, None)
-        if scorer is not None:
-            raw.update({k: v for k, v in scorer.kept.items() if k not in raw})
-        if source not in raw:
-            nets, head = self.heads.get(name, ((name,), None))
-            if nets == (name,) or head is None:
-                raw[source] = outputs(model, self._require_held_out()[source].x)
-            else:
-                parts = {n: keras.ops.convert_to_tensor(self._held_outputs(n, source))
-                         for n in nets}
-                raw[source] = np.asarray(keras.ops.convert_to_numpy(head(parts)))
-        return raw[source]
+        """Logits of model ``name`` on the held-out PU and E rows (cached; ``held_out.py``)."""
+        return self._held_out().logits(name, self.get, self.heads)
 
     def _brier(self, name: str) -> float:
         pu, e = self._require_held_out()
@@ -305,16 +240,7 @@ class Stage:
     def _brier_of(self, name: str) -> Callable[[keras.Model], float]:
         """The held-out Brier score ``name``'s net keeps its best epoch by."""
         pu, e = self._require_held_out()
-
-        def score(m: keras.Model) -> tuple[float, dict[int, np.ndarray]]:
-            out = {_PU: outputs(m, pu.x), _E: outputs(m, e.x)}
-            z_pu, z_e = as_logits(out[_PU]), as_logits(out[_E])
-            if not finite_logits(z_pu, z_e):
-                return math.inf, out
-            return brier_unchecked(pu.y, _sigmoid(z_pu), e.y, _sigmoid(z_e)), out
-
-        self._scorers[name] = _Scorer(score)
-        return self._scorers[name]
+        return self._held_out().watch(name, brier_scorer(pu, e))
 
     def _pue_data(self, name: str, rows: int) -> Any:
         if fits(rows, self.cfg.batch_size):
