@@ -23,6 +23,7 @@ from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.compose import ProbabilityMean, compose
+from adpue_tf.recommend.held_out import log_loss
 from adpue_tf.validation.scores import brier_unchecked, nll_unchecked
 
 __all__ = ["Pooled", "assign_folds", "fold_average", "split_folds"]
@@ -106,13 +107,9 @@ class Pooled:
         ece = sum(abs(self.e[which == b].mean() - p[which == b].mean()) * np.mean(which == b)
                   for b in range(bins) if np.any(which == b))
         rate = float(np.clip(np.mean([st.e.y.mean() for st in self.stages]), 1e-6, 1 - 1e-6))
-        return {"log_loss": _log_loss(self.e, z),
-                "log_loss_constant": _log_loss(self.e, np.full_like(z, math.log(rate / (1 - rate)))),
+        return {"log_loss": log_loss(self.e, z),
+                "log_loss_constant": log_loss(self.e, np.full_like(z, math.log(rate / (1 - rate)))),
                 "calibration_error": float(ece)}
-
-
-def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
-    return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
 
 def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:

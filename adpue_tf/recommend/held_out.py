@@ -30,13 +30,14 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.recommend.train import as_logits, finite_logits, outputs, usable_score
 from adpue_tf.validation.scores import brier_unchecked
 
-__all__ = ["E", "PU", "HeldOut", "Scorer", "brier_scorer", "log_loss_scorer"]
+__all__ = ["E", "PU", "HeldOut", "Scorer", "brier_scorer", "log_loss", "log_loss_scorer"]
 
 #: Which held-out rows: the PU rows or the E rows.
 PU, E = 0, 1
 
 
-def _log_loss(y: np.ndarray, z: np.ndarray) -> float:
+def log_loss(y: np.ndarray, z: np.ndarray) -> float:
+    """Mean cross-entropy of 0/1 labels ``y`` under logits ``z``."""
     return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
 
@@ -62,7 +63,7 @@ def log_loss_scorer(rows: Rows, source: int) -> Scorer:
     """The log-loss of the labels of ``rows`` (those of ``source``): ``θ̂``'s and ``bce_w``'s score."""
     def score(m: Any) -> tuple[float, dict[int, np.ndarray]]:
         out = outputs(m, rows.x)
-        return usable_score(_log_loss, rows.y, as_logits(out)), {source: out}
+        return usable_score(log_loss, rows.y, as_logits(out)), {source: out}
 
     return Scorer(score)
 

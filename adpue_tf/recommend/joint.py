@@ -224,7 +224,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     if full:  # rows every net of the pass holds out (one split): left out of the batch
         out = {stages[s].fold for s, _ in jobs}
         if len(out) == 1:
-            pu_in, e_in = np.flatnonzero(pu_fold != min(out)), np.flatnonzero(e_fold != min(out))
+            fold = out.pop()
+            pu_in, e_in = np.flatnonzero(pu_fold != fold), np.flatnonzero(e_fold != fold)
             pu, pu_fold, theta_pu = pu.take(pu_in), pu_fold[pu_in], theta_pu[pu_in]
             e, e_fold = e.take(e_in), e_fold[e_in]
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,

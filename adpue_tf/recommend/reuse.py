@@ -99,9 +99,8 @@ class Compiled:
     def __init__(self, model: keras.Model, nets: Sequence[keras.Model],
                  home: tuple[dict, Hashable] | None = None) -> None:
         self.model, self.nets, self._home = model, list(nets), home
-        self._checked = 0  # probes checked (the second on traces the live nets' pass)
         self._forward: Callable[[Any], list[Any]] | None = None
-        self._loads = 0  # loads (the second on assigns every variable in one traced call)
+        self._loads = 0  # from the second on: one traced call to copy, one to probe
         self._load: Callable[[list[Any]], None] | None = None
         self._give: Callable[[list[Any]], None] | None = None
         own = {id(v) for net in self.nets for v in net.variables}
@@ -144,9 +143,8 @@ class Compiled:
         self._load([y.value for net in fresh for y in net.variables])
 
     def outputs(self, probe: Any) -> list[np.ndarray]:
-        """The live nets' outputs on ``probe`` (from its second call, one traced pass for all)."""
-        self._checked += 1
-        if self._checked == 1:
+        """The live nets' outputs on ``probe`` (from the second load on, one traced pass for all)."""
+        if self._loads <= 1:
             return [np.asarray(keras.ops.convert_to_numpy(net(probe, training=False)))
                     for net in self.nets]
         if self._forward is None:
