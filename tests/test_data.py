@@ -105,13 +105,13 @@ def test_batch_counts_largest_remainder(shares, batch_size, expected):
 def test_interleave_order_spreads_every_stream_over_replica_slices():
     # Exhaustive over small batches: each of R equal contiguous slices holds every
     # stream with k >= 2R (k >= R with two streams), as the module docstring says.
-    from adpue_tf.data.builders import _interleave_order
+    from adpue_tf.data.builders import interleave_order
 
     for total in range(2, 25):
         for k0 in range(1, total):
             for k1 in range(1, total - k0 + 1):
                 counts = [k0, k1] + ([total - k0 - k1] if total > k0 + k1 else [])
-                order = _interleave_order(counts)
+                order = interleave_order(counts)
                 source = np.repeat(np.arange(len(counts)), counts)[order]
                 assert sorted(order) == list(range(total))
                 for i in range(len(counts)):  # rows keep their order within a stream

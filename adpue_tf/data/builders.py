@@ -20,7 +20,7 @@ from adpue_tf.data._streams import Stream, make_stream
 from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",
-           "batch_counts", "epoch_length"]
+           "batch_counts", "epoch_length", "interleave_order"]
 
 #: A data set argument: array-like features or a ``tf.data.Dataset`` of rows.
 Input = Union[np.ndarray, tf.data.Dataset, Any]
@@ -119,12 +119,18 @@ def _share_weights(shares: Shares, streams: Sequence[Stream]) -> list[float]:
     return [_check_share(s) for s in shares]
 
 
-def _interleave_order(counts: Sequence[int]) -> np.ndarray:
+def interleave_order(counts: Sequence[int]) -> np.ndarray:
     """Permutation of the concatenated rows that spreads every stream evenly.
 
-    Slot ``m`` of a batch of ``B`` rows takes the next row of the stream that is
+    Row ``m`` of a batch is row ``order[m]`` of the streams' rows concatenated
+    (``counts[0]`` rows of the first stream, then the second's...). Slot ``m``
+    of a batch of ``B`` rows takes the next row of the stream that is
     furthest behind its target ``(m + 1/2) * k_i / B`` (ties: larger ``k_i``,
     then the earlier stream); rows keep their order within each stream.
+
+    Example:
+        >>> interleave_order([2, 1]).tolist()
+        [0, 2, 1]
     """
     total, taken, order = sum(counts), [0] * len(counts), []
     starts = np.cumsum([0, *counts[:-1]])
@@ -166,7 +172,7 @@ def _zip(streams: Sequence[Stream], counts: list[int], shuffle: bool,
     """Zip the streams' batches and interleave their rows into one batch."""
     parts = tuple(s.batches(k, shuffle, None if seed is None else seed + i)
                   for i, (s, k) in enumerate(zip(streams, counts)))
-    order = tf.constant(_interleave_order(counts))
+    order = tf.constant(interleave_order(counts))
 
     def merge(*batches: tuple[Any, tf.Tensor]) -> tuple[Any, tf.Tensor]:
         x = tf.nest.map_structure(lambda *leaves: tf.gather(tf.concat(leaves, axis=0), order),

@@ -37,6 +37,7 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
 from adpue_tf.recommend.compose import inputs_like
 from adpue_tf.recommend.full_batch import fit, fits, install_loop, whole, whole_pue
+from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
@@ -125,10 +126,12 @@ class _KeepEpoch(keras.callbacks.Callback):
 
 def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
              theta_pu: np.ndarray, *, batch_size: int, seed: int,
-             steps: int, pu_only: bool = False, full: bool = False) -> tf.data.Dataset:
+             steps: int, pu_only: bool = False, full: bool = False,
+             layout: Layout | None = None) -> tf.data.Dataset:
     """PUE batches (``pu_only``: PU rows alone) whose labels carry each fold's ``θ̂`` and the row's fold.
 
     ``full``: every row in one batch, repeated (:mod:`adpue_tf.recommend.full_batch`).
+    ``layout``: shuffled batches' rows PU first (:mod:`adpue_tf.recommend.layout`).
     """
     def feats(rows: Rows, fold: np.ndarray, theta: np.ndarray) -> dict:
         return {"x": rows.x, "fold": fold.astype(np.float32)[:, None], "theta": theta}
@@ -146,8 +149,11 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
                      batch_size=min(batch_size, len(pu) + len(e)), seed=seed,
                      steps_per_epoch=steps)
 
+    reorder = pu_first(layout) if layout is not None else None
+
     def split(x: dict, y: Any) -> tuple[Any, Any]:
-        return x["x"], tf.concat([tf.cast(y, tf.float32), x["theta"], x["fold"]], axis=1)
+        y = tf.concat([tf.cast(y, tf.float32), x["theta"], x["fold"]], axis=1)
+        return (x["x"], y) if reorder is None else reorder(x["x"], y)
 
     # Repeated: one iterator for every epoch, the same batches (see Stage._pue_data).
     return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE).repeat()
@@ -193,10 +199,12 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
     full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
+    # shuffled batches: θ̂ and bce_w on the rows their risks read (layout.py)
+    layout = None if pu_only or full else batch_layout(len(pu), len(e), cfg.batch_size)
 
     def build(nets: Sequence[keras.Model]) -> keras.Model:
         inputs = inputs_like(nets[0])
-        outs = [net(inputs) for net in nets]
+        outs = [call_on_rows(net, inputs, name, layout) for net, (_, name) in zip(nets, jobs)]
         model = keras.Model(inputs, outs[0] if len(outs) == 1 else
                             keras.layers.Concatenate()(outs))
         compile_for_fit(model, optimizer=cfg.optimizer(), steps_per_execution=steps,
@@ -209,7 +217,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     optimizer, features, probe = described(cfg.optimizer()), feature_layout(pu.x), probe_rows(pu.x)
     joint = compiled([stages[s].build_net for s, _ in jobs],
                      (tuple(jobs), tuple(st.fold for st in stages), pu_only, steps, optimizer,
-                      features, id(tf.distribute.get_strategy()), cfg.jit_compile, full),
+                      features, id(tf.distribute.get_strategy()), cfg.jit_compile, full,
+                      layout),
                      fresh, build, probe)
     model, live = joint.model, joint.nets
     callbacks: list[keras.callbacks.Callback] = []
@@ -229,7 +238,8 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
             pu, pu_fold, theta_pu = pu.take(pu_in), pu_fold[pu_in], theta_pu[pu_in]
             e, e_fold = e.take(e_in), e_fold[e_in]
     data = _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
-                    seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only, full=full)
+                    seed=first.seed_of(names[0]), steps=steps, pu_only=pu_only, full=full,
+                    layout=layout)
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
     stop = [StopWhenStale(watches, cfg.patience)] if watches else []
     try:
