@@ -37,16 +37,25 @@ def test_each_net_runs_on_its_rows_and_the_others_hold_zero(name, rows):
 
 
 def test_feature_dicts_are_cut_key_by_key():
+    """Float, int and string features (a lookup layer in the net) are each cut to the rows."""
     keras.utils.set_random_seed(0)
-    ins = {"a": keras.Input((2,), name="a"), "b": keras.Input((), dtype="int64", name="b")}
+
+    def inputs():
+        return {"a": keras.Input((2,), name="a"), "b": keras.Input((), dtype="int64", name="b"),
+                "c": keras.Input((), dtype="string", name="c")}
+
+    ins = inputs()
     emb = keras.layers.Flatten()(keras.layers.Embedding(4, 2)(ins["b"][:, None]))
-    net = keras.Model(ins, keras.layers.Dense(1)(keras.layers.Concatenate()([ins["a"], emb])))
-    fresh = {"a": keras.Input((2,), name="a"), "b": keras.Input((), dtype="int64", name="b")}
+    hot = keras.layers.StringLookup(vocabulary=["u", "v"], output_mode="one_hot")(ins["c"])
+    net = keras.Model(ins, keras.layers.Dense(1)(keras.layers.Concatenate()([ins["a"], emb, hot])))
+    fresh = inputs()
     model = keras.Model(fresh, call_on_rows(net, fresh, "theta", Layout(1, 2)))
-    x = {"a": np.arange(6, dtype=np.float32).reshape(3, 2), "b": np.array([0, 3, 1])}
+    x = {"a": np.arange(6, dtype=np.float32).reshape(3, 2), "b": np.array([0, 3, 1]),
+         "c": np.array(["u", "v", "u"])}
     out = np.asarray(model(x))
     assert out[0, 0] == 0.0
-    np.testing.assert_array_equal(out[1:], np.asarray(net({k: v[1:] for k, v in x.items()})))
+    np.testing.assert_allclose(out[1:], np.asarray(net({k: v[1:] for k, v in x.items()})),
+                               rtol=1e-6)
 
 
 def test_pu_first_puts_every_batch_in_source_order_with_the_same_rows():
