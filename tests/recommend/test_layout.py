@@ -83,7 +83,7 @@ def test_layouts_of_shuffled_batches_and_none_under_a_strategy():
         assert batch_layout(1000, 500, 512) is None
 
 
-def _fit(monkeypatch, cut: bool, full: bool = False):
+def _fit(monkeypatch, cut: bool, full: bool = False, **options):
     if not full:  # the pipeline's shuffled batches, as for data larger than a batch
         monkeypatch.setattr(joint, "fits", lambda rows, batch: False)
     if not cut:
@@ -101,15 +101,16 @@ def _fit(monkeypatch, cut: bool, full: bool = False):
                                     keras.layers.Dense(1)])
     fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=40, verbose=0,
                       candidates=["bce_w", "ratio", "likelihood", "brier", "blend"],
-                      tolerance=0.0)
+                      tolerance=0.0, **options)
     monkeypatch.undo()
     return fit, s, used
 
 
-def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypatch):
-    """Rows a risk weighs 0 add exact zeros: only float rounding differs."""
-    cut, s, used = _fit(monkeypatch, cut=True)
-    every, _, unused = _fit(monkeypatch, cut=False)
+@pytest.mark.parametrize("options", [{}, {"folds": 2}, {"jit_compile": True}])
+def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypatch, options):
+    """Rows a risk weighs 0 add exact zeros: only float rounding differs (folds, XLA too)."""
+    cut, s, used = _fit(monkeypatch, cut=True, **options)
+    every, _, unused = _fit(monkeypatch, cut=False, **options)
     assert ("theta", None) in unused and all(shape is None for _, shape in unused)
     assert {n for n, shape in used if shape is not None} >= {"theta", "bce_w", "brier"}
     assert cut.choice == every.choice and cut.epochs == every.epochs
