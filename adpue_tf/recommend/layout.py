@@ -8,7 +8,7 @@ risk of ``θ̂`` reads only the E rows and that of ``bce_w`` only the PU rows
 batch, its logits padded with zeros to every row (:func:`call_on_rows`): the
 same losses, gradients that differ only in the order of float sums, and a
 quarter less of the pass's net compute (``benchmarks/results/fit_pue_cost.md``:
-8-10 % of fit_pue's CPU time with a wide net, none measurable with a small one).
+5-10 % of fit_pue's time with a wide net, nothing measurable with a small one).
 A full batch keeps every row (the cut costs more than it saves on small data),
 and so does a distribution strategy, whose replicas take contiguous parts of a
 batch (:func:`batch_layout` gives None).
@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf.data.builders import batch_counts, interleave_order
+from adpue_tf.labels import Source
 
 __all__ = ["READS", "Layout", "batch_layout", "call_on_rows", "pu_first"]
 
@@ -58,14 +59,22 @@ def pu_first(layout: Layout) -> Callable[[Any, Any], tuple[Any, Any]]:
 
     Example:
         >>> import numpy as np
-        >>> x, y = pu_first(Layout(2, 1))(np.array([10, 30, 20]), np.array([1, 3, 2]))
-        >>> x.numpy().tolist(), y.numpy().tolist()
-        ([10, 20, 30], [1, 2, 3])
+        >>> y = np.array([[1, 0, 0], [0, 1, 1], [0, 0, 0]], "float32")  # PU, E, PU
+        >>> x, y = pu_first(Layout(2, 1))(np.array([10, 30, 20]), y)
+        >>> x.numpy().tolist(), y[:, 2].numpy().tolist()
+        ([10, 20, 30], [0.0, 0.0, 1.0])
     """
     back = tf.constant(np.argsort(interleave_order(list(layout))), tf.int64)
+    sources = tf.constant([float(Source.PU)] * layout.pu + [float(Source.E)] * layout.e)
 
     def reorder(x: Any, y: Any) -> tuple[Any, Any]:
-        return tf.nest.map_structure(lambda t: tf.gather(t, back), x), tf.gather(y, back)
+        y = tf.gather(y, back)
+        # the nets' static slices read these rows: a batch of another layout stops here
+        check = tf.debugging.assert_equal(y[:, 2], tf.cast(sources, y.dtype), message=(
+            "fit_pue: a batch of a joint pass does not hold its PU rows first, then its E "
+            "rows, as the nets' slices expect (adpue_tf.recommend.layout)."))
+        with tf.control_dependencies([check]):
+            return tf.nest.map_structure(lambda t: tf.gather(t, back), x), tf.identity(y)
 
     return reorder
 

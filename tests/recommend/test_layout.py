@@ -76,6 +76,13 @@ def test_pu_first_puts_every_batch_in_source_order_with_the_same_rows():
         np.testing.assert_array_equal(np.sort(before, 0), np.sort(after, 0))
 
 
+def test_a_batch_of_another_layout_is_refused():
+    """The nets' static slices would read the wrong rows: the pipeline stops instead."""
+    y = np.array([[1, 0, 0], [0, 1, 1], [0, 0, 0]], np.float32)  # PU, E, PU: Layout(2, 1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="PU rows first"):
+        pu_first(Layout(1, 2))(np.arange(3), y)
+
+
 def test_layouts_of_shuffled_batches_and_none_under_a_strategy():
     assert batch_layout(1000, 500, 512) == Layout(341, 171)
     assert batch_layout(100, 50, 512) == Layout(100, 50)  # one batch of every row
