@@ -10,6 +10,7 @@ and wall time; the ratio is fit_pue over the mean of the two BCE fits.
 Usage::
 
     python -m benchmarks.fit_pue_cost --pu 200000 --e 100000 --epochs 5
+    python -m benchmarks.fit_pue_cost --pu 60000 --e 30000 --epochs 2 --net wide
     python -m benchmarks.fit_pue_cost --mixed mixed_bfloat16 --batch-size 4096   # a GPU
 """
 
@@ -33,16 +34,28 @@ from adpue_tf.synthetic.ad_log import AdLogSimulator
 KEYS = ("user_id", "item_id", "campaign_id", "context")
 
 
-def build_net(sim: AdLogSimulator) -> keras.Model:
-    """Embeddings of the three ids and the context vector -> 64 -> 32 -> one logit."""
+#: ``--net``: (embedding size, hidden widths) of :func:`build_net`.
+NETS = {"small": (8, (64, 64, 32)), "wide": (32, (256, 256, 128))}
+
+
+def build_net(sim: AdLogSimulator, net: str = "small") -> keras.Model:
+    """Embeddings of the three ids and the context vector -> an MLP -> one logit.
+
+    ``"small"``: embeddings of 8, hidden layers 64, 64, 32; ``"wide"``: 32 and
+    256, 256, 128 (:data:`NETS`).
+    """
+    dim, widths = NETS[net]
     c = sim.config
     sizes = {"user_id": c.n_users, "item_id": c.n_items, "campaign_id": c.n_campaigns}
     inputs = {k: keras.Input((), dtype="int64", name=k) for k in sizes}
     inputs["context"] = keras.Input((c.context_dim,), name="context")
-    parts = [keras.layers.Embedding(n, 8)(inputs[k]) for k, n in sizes.items()]
+    parts = [keras.layers.Embedding(n, dim)(inputs[k]) for k, n in sizes.items()]
     h = keras.layers.Concatenate()([*parts, inputs["context"]])
-    h = keras.layers.Dense(64, "relu")(keras.layers.Dense(64, "relu")(h))
-    return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(32, "relu")(h)))
+    # Nested as when every recorded result was made: a layer's initial weights
+    # follow the order the layers are constructed in.
+    first, second, third = widths
+    h = keras.layers.Dense(second, "relu")(keras.layers.Dense(first, "relu")(h))
+    return keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(third, "relu")(h)))
 
 
 def gpu_names() -> list[str]:
@@ -69,6 +82,9 @@ def main() -> None:
                     help="a Keras dtype policy for every net (e.g. mixed_bfloat16 on a GPU)")
     ap.add_argument("--jit", action="store_true",
                     help="XLA for both: the BCE fit's jit_compile and fit_pue's")
+    ap.add_argument("--net", choices=sorted(NETS), default="small",
+                    help="the net of both fits: small (embeddings 8, MLP 64-64-32) or wide "
+                         "(embeddings 32, MLP 256-256-128)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     if a.mixed:
@@ -80,7 +96,7 @@ def main() -> None:
 
     def bce() -> keras.Model:
         keras.utils.set_random_seed(0)
-        net = build_net(sim)
+        net = build_net(sim, a.net)
         steps = steps_per_epoch(a.pu, a.batch_size, a.epochs, 500)
         net.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=steps,
                     loss=keras.losses.BinaryCrossentropy(from_logits=True),
@@ -90,7 +106,7 @@ def main() -> None:
         return net
 
     def pue():
-        return adp.fit_pue(lambda: build_net(sim), x_pu, pu.w, x_e, ex.e, epochs=a.epochs,
+        return adp.fit_pue(lambda: build_net(sim, a.net), x_pu, pu.w, x_e, ex.e, epochs=a.epochs,
                            batch_size=a.batch_size, verbose=0, jit_compile=a.jit)
 
     load = [os.getloadavg()[0]]
@@ -106,7 +122,7 @@ def main() -> None:
         z = np.asarray(model.predict(x_t, batch_size=8192, verbose=0), np.float64).ravel()
         return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - test.p_y)))
 
-    res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size,
+    res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size, "net": a.net,
            "dtype_policy": a.mixed or "float32", "jit_compile": a.jit, "gpu": gpu_names(),
            "bce_cpu_s": [cpu1, cpu2], "bce_wall_s": [wall1, wall2],
            "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
