@@ -136,7 +136,7 @@ class Stage:
         #: name -> (the nets it reads, head: their logits -> its logit)
         self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
         self._theta_pu: np.ndarray | None = None
-        self._held = None if held_out is None else HeldOut(held_out)
+        self._held = None if held_out is None else HeldOut(held_out, self.get, self.heads)
 
     # -- the public side ------------------------------------------------------------
     def get(self, name: str) -> keras.Model:
@@ -203,7 +203,7 @@ class Stage:
 
     def held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Logits of model ``name`` on the held-out PU and E rows (cached; ``held_out.py``)."""
-        return self._held_out().logits(name, self.get, self.heads)
+        return self._held_out().logits(name)
 
     def _brier(self, name: str) -> float:
         pu, e = self._require_held_out()

@@ -10,7 +10,7 @@ Example:
     >>> import numpy as np
     >>> from adpue_tf.data.rows import as_rows
     >>> rows = as_rows("x", np.zeros((4, 1), "float32"), "y", np.array([0, 1, 0, 1]))
-    >>> held = HeldOut((rows, rows))
+    >>> held = HeldOut((rows, rows), model_of=lambda name: None, heads={})
     >>> score = held.watch("theta", log_loss_scorer(rows, E))
     >>> round(score(lambda x, training: np.zeros((4, 1), "float32")), 4)
     0.6931
@@ -80,15 +80,22 @@ def brier_scorer(pu: Rows, e: Rows) -> Scorer:
     return Scorer(score)
 
 
+#: A stage's composites: name -> (the nets it reads, head: their outputs -> its output).
+Heads = dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]
+
+
 class HeldOut:
     """Held-out ``(pu, e)`` rows and the outputs of a stage's models on them (cached).
 
     Args:
         rows: the held-out PU rows and E rows.
+        model_of: the trained model of a name (training it if needed).
+        heads: the stage's heads (read when asked, so later entries count).
     """
 
-    def __init__(self, rows: tuple[Rows, Rows]) -> None:
-        self.rows = rows
+    def __init__(self, rows: tuple[Rows, Rows], model_of: Callable[[str], keras.Model],
+                 heads: Heads) -> None:
+        self.rows, self._model_of, self._heads = rows, model_of, heads
         self._raw: dict[str, dict[int, np.ndarray]] = {}
         self._scorers: dict[str, Scorer] = {}
         self._logits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -98,30 +105,26 @@ class HeldOut:
         self._scorers[name] = scorer
         return scorer
 
-    def logits(self, name: str, model_of: Callable[[str], keras.Model],
-               heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """Logits of model ``name`` (``model_of(name)``, trained) on the held-out PU and E rows."""
+    def logits(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Logits of model ``name`` (trained) on the held-out PU and E rows."""
         if name not in self._logits:
-            self._logits[name] = (as_logits(self._outputs(name, PU, model_of, heads)),
-                                  as_logits(self._outputs(name, E, model_of, heads)))
+            self._logits[name] = (as_logits(self._outputs(name, PU)),
+                                  as_logits(self._outputs(name, E)))
         return self._logits[name]
 
-    def _outputs(self, name: str, source: int, model_of: Callable[[str], keras.Model],
-                 heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]) -> np.ndarray:
+    def _outputs(self, name: str, source: int) -> np.ndarray:
         """Those its training scored at its kept epoch, else a composite's head on its
         nets' outputs (what its model computes), else the model's."""
-        model = model_of(name)
+        model = self._model_of(name)
         raw = self._raw.setdefault(name, {})
         scorer = self._scorers.pop(name, None)
         if scorer is not None:
             raw.update({k: v for k, v in scorer.kept.items() if k not in raw})
         if source not in raw:
-            nets, head = heads.get(name, ((name,), None))
+            nets, head = self._heads.get(name, ((name,), None))
             if nets == (name,) or head is None:
                 raw[source] = outputs(model, self.rows[source].x)
             else:
-                parts = {n: keras.ops.convert_to_tensor(
-                    self._outputs(n, source, model_of, heads)) for n in nets}
+                parts = {n: keras.ops.convert_to_tensor(self._outputs(n, source)) for n in nets}
                 raw[source] = np.asarray(keras.ops.convert_to_numpy(head(parts)))
         return raw[source]

@@ -85,7 +85,7 @@ def call_on_rows(net: keras.Model, inputs: Any, name: str, layout: Layout | None
     Rows it does not read hold 0. Without a layout (or for a net that reads
     both sources), ``net(inputs)``.
     """
-    side = READS.get(name) if layout is not None else None
+    side = READS.get(name)
     if layout is None or side is None:
         return net(inputs)
     start, stop = (0, layout.pu) if side == "pu" else (layout.pu, layout.pu + layout.e)
