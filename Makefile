@@ -10,7 +10,7 @@ endif
 VENV ?= $(if $(filter 3.11,$(PY_VERSION)),.venv,.venv-$(PY_VERSION))
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-all test-fast clean
+.PHONY: demo test test-all test-fast test-compat clean
 
 # Both cores, one test file per worker (module fixtures stay shared within a file);
 # `make test PYTEST_PARALLEL=` runs in one process.
@@ -59,6 +59,17 @@ test-all: $(VENV)/.installed $(FMNIST)
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL) tests adpue_tf \
 	  --ignore=tests/experiments --ignore=adpue_tf/experiments --ignore=tests/test_docs_examples.py
+
+# Another Python (CI's second interpreter, about 4 min on 2 cores): every module's
+# docstring examples, then the core's own tests — labels, risks and losses,
+# DebiasedModel and its callbacks, the data builders, validation scores, metrics,
+# serving, saved files, warnings and fit_pue's front door.
+COMPAT_TESTS := tests/test_labels.py tests/test_losses.py tests/test_risks.py \
+	tests/test_model.py tests/test_callbacks.py tests/test_data.py tests/test_validation.py \
+	tests/test_metrics.py tests/test_serving.py tests/test_saved_compat.py \
+	tests/test_warnings.py tests/recommend/test_fit_pue.py tests/synthetic
+test-compat: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL) adpue_tf $(COMPAT_TESTS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

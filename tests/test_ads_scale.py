@@ -98,6 +98,7 @@ def test_a_log_with_a_base_rate_is_its_own_folder_and_has_that_mean_p(tmp_path):
         ads_scale_log.ensure_log(2000, tmp_path, workers=1, policy="cloglog", base_rate=1.5)
 
 
+@pytest.mark.slow
 def test_every_method_end_to_end_on_a_tiny_log(tmp_path):
     log = ads_scale_log.ensure_log(4000, tmp_path, workers=1, eval_rows=2000)
     meta = read_ad_log_meta(log)

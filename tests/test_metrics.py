@@ -274,6 +274,7 @@ def _train_step_nodes(loss, metric_list):
     return len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
 
 
+@pytest.mark.slow  # traces three train steps (~40 s)
 def test_risk_metrics_add_a_few_graph_nodes_not_a_risk_per_metric():
     without = _train_step_nodes(adp.ADPUELoss(from_logits=True), None)
     loss = adp.ADPUELoss(from_logits=True)

@@ -156,7 +156,8 @@ def test_gather_rule(monkeypatch):
 
 
 @pytest.mark.parametrize("kind,make_loss,sources", LOSSES)
-@pytest.mark.parametrize("jit", [None, False, True], ids=["eager", "graph", "xla"])
+@pytest.mark.parametrize("jit", [None, False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["eager", "graph", "xla"])
 def test_same_loss_and_gradients_as_the_full_batch(kind, make_loss, sources, jit, full_batch):
     x, y = _batch(kind)
     model = _model(make_loss())
@@ -169,7 +170,8 @@ def test_same_loss_and_gradients_as_the_full_batch(kind, make_loss, sources, jit
 
 @pytest.mark.parametrize("initial,mode", [(0.3, "initial"), ("model", "initial"),
                                           ("model", "snapshot")])
-@pytest.mark.parametrize("jit", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["graph", "xla"])
 def test_initial_guess_on_the_selected_rows(initial, mode, jit, full_batch):
     x, y = _batch("pue")
     model = _model(adp.ADPUELoss(from_logits=True), initial=initial, mode=mode)
@@ -268,7 +270,8 @@ def _counting_net(seed=0):
                              keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
 
 
-@pytest.mark.parametrize("jit", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["graph", "xla"])
 def test_snapshot_sees_only_the_selected_rows(jit):
     """In graph mode the snapshot runs on the selected rows; under XLA on every row."""
     s = synthetic.synthetic_pue(800, 800, dim=DIM, seed=2)

@@ -300,6 +300,7 @@ def test_recipe_equals_its_one_l2_at_a_time_chains():
             np.testing.assert_allclose(both.scores[c][:, i], alone.scores[c][:, 0], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_helpers_fitted_by_the_caller_give_the_same_recipe(pue_stack, recipe):
     """`helper_models` fitted outside (as Table 1 fits it with its group) = the recipe's own first fit."""
     cfg = dataclasses.replace(table1.recipe_config(CFG), max_floats=25_000)  # 2 chunks of 2: padded

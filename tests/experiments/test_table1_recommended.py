@@ -217,6 +217,7 @@ def test_settings_in_worker_processes_give_the_same_tables(tmp_path):
     assert one["recipe_choices"] == two["recipe_choices"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="max_tasks_per_child needs 3.11")
 def test_each_setting_runs_in_a_fresh_worker_process():
     """What a worker keeps after a setting (fit_pue under XLA keeps memory) goes with it."""
@@ -228,6 +229,7 @@ def test_each_setting_runs_in_a_fresh_worker_process():
     assert len(pids) == 3 and len(set(pids)) == 3 and os.getpid() not in pids
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="max_tasks_per_child needs 3.11")
 def test_settings_run_together_share_one_worker_process_each_group_its_own():
     """``together``: a group's settings one after another in one process, in order."""

@@ -17,6 +17,7 @@ def _net():
                              keras.layers.Dense(1)])
 
 
+@pytest.mark.slow
 def test_xla_gives_the_choice_and_scores_of_the_plain_step():
     plain = adp.fit_pue(_net, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
     xla = adp.fit_pue(_net, S.x_pu, S.w_pu, S.x_e, S.e_e, jit_compile=True, **OPTIONS)
@@ -28,6 +29,7 @@ def test_xla_gives_the_choice_and_scores_of_the_plain_step():
                                np.asarray(plain.model(S.x_pu[:64])), rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_under_xla_a_diverging_net_is_caught_by_its_held_out_score():
     """The losses' runtime checks are off under XLA: a net that blows up fails by its score."""
     def exploding():

@@ -47,6 +47,7 @@ def _mlp(seed: int):
     return build
 
 
+@pytest.mark.slow
 def test_the_first_net_stays_unless_another_is_clearly_better():
     """Two nets alike but for their initial weights: whichever is given first is kept (1 SE)."""
     a, b = _mlp(1), _mlp(3)  # held-out NLL 0.313 and 0.308: within one SE
@@ -58,6 +59,7 @@ def test_the_first_net_stays_unless_another_is_clearly_better():
     assert "Net: a (the first given: the first stays unless" in first.report()
 
 
+@pytest.mark.slow
 def test_a_heavily_penalised_net_loses_to_a_free_one():
     """An L2 of 10 pins the weights near 0: its choice cannot model W as well (given first, overruled)."""
     # trained long enough for the free net to leave the pinned one behind (1.5 SE here)
@@ -82,6 +84,7 @@ def test_bad_mappings_are_refused_naming_the_net(nets, error, match):
         adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
 
 
+@pytest.mark.slow
 def test_a_mapping_of_one_net_is_that_net_with_every_option():
     """Non-default options (folds, seed, candidates) reach the nets of a mapping."""
     options = dict(OPTIONS, seed=3, folds=2, candidates=["bce_w", "brier", "ratio"])
@@ -112,6 +115,7 @@ def test_the_nets_train_together_in_one_pass(monkeypatch):
     assert all(n == 1 for n, _ in passes[2:])
 
 
+@pytest.mark.slow
 def test_a_net_whose_every_candidate_diverges_is_named():
     """One net exploding stops the joint pass; the nets then train one by one, and the error names it."""
     def exploding():

@@ -63,6 +63,7 @@ def test_scores_pool_every_row_each_predicted_by_the_fold_that_held_it_out(small
                                rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_same_seed_same_folds_choice_and_model(small):
     """Same seed, same folds and choice; scores agree to 1e-3, weights to 1e-2.
 

@@ -128,6 +128,7 @@ def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypa
                                every.model.predict(s.x_pu, verbose=0), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_full_batch_keeps_every_row(monkeypatch):
     """Small data (one batch of every row): the cut would cost more than it saves."""
     _, _, used = _fit(monkeypatch, cut=True, full=True)

@@ -69,10 +69,11 @@ ALONE = ["bce_w", "ratio", "ips", "likelihood_theta", "adpue_direct", "adpue_rou
          "adpue_ratio"]
 
 
+@pytest.mark.slow  # 50-100 s a case; the joint passes' kept models are tested above
 @pytest.mark.parametrize("options", [
     dict(batch_size=128),  # batches of the shuffled pipeline
     dict(batch_size=512),  # every row in one batch: an epoch in one call
-    pytest.param(dict(batch_size=512, jit_compile=True), marks=pytest.mark.slow)])
+    dict(batch_size=512, jit_compile=True)])
 def test_kept_models_of_candidates_trained_alone_give_the_results_of_new_ones(
         monkeypatch, options):
     """Their compiled models are kept too: the next call's results are a new model's, bit for bit."""
@@ -124,6 +125,7 @@ def test_a_build_net_that_changes_its_nets_is_not_given_a_kept_model():
     assert len(sigs) == 2  # one kept model per architecture
 
 
+@pytest.mark.slow
 def test_a_new_builder_from_one_factory_each_call_reuses_the_compiled_steps(monkeypatch):
     """A lambda made in a loop (or a factory's closure per call) leaves no compiled model behind.
 
@@ -165,6 +167,7 @@ def test_signature_tells_architectures_apart():
         "layers": [{"units": 3}]}
 
 
+@pytest.mark.slow
 def test_large_nets_are_not_kept(monkeypatch):
     monkeypatch.setattr(reuse, "MAX_PARAMS", 5)
     build = _mlp()

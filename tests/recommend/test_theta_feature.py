@@ -129,6 +129,7 @@ def test_average_with_it_saves_and_loads(tmp_path):
                                    model.predict(x_pu[:9], verbose=0), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_recovers_p_better_than_the_plain_likelihood_when_theta_shares_its_signal():
     """Known truth: ``θ̂`` learned ``u`` from the E log; the candidate reuses it."""
     x_pu, w, x_e, e, x_test, p_test = _id_data(2, 3000, 6000)
