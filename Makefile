@@ -60,7 +60,7 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL) tests adpue_tf \
 	  --ignore=tests/experiments --ignore=adpue_tf/experiments --ignore=tests/test_docs_examples.py
 
-# Another Python (CI's second interpreter, about 4 min on 2 cores): every module's
+# Another Python (CI's second interpreter, 3-4 min on 2 cores): every module's
 # docstring examples, then the core's own tests — labels, risks and losses,
 # DebiasedModel and its callbacks, the data builders, validation scores, metrics,
 # serving, saved files, warnings and fit_pue's front door.
