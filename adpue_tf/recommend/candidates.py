@@ -46,7 +46,7 @@ from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.alone import Failed, train_alone
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 from adpue_tf.recommend.full_batch import fits, whole, whole_pue
-from adpue_tf.recommend.held_out import PU, E, HeldOut, brier_scorer, log_loss_scorer
+from adpue_tf.recommend.held_out import PU, E, Heads, HeldOut, brier_scorer, log_loss_scorer
 from adpue_tf.recommend.train import logits, pu_batches, steps_per_epoch
 from adpue_tf.validation.scores import brier_unchecked
 
@@ -134,7 +134,7 @@ class Stage:
         self.failed: dict[str, str] = {}
         self.parts: dict[str, tuple[str, ...]] = {**COMPOSITE_PARTS, **(parts or {})}
         #: name -> (the nets it reads, head: their logits -> its logit)
-        self.heads: dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]] = {}
+        self.heads: Heads = {}
         self._theta_pu: np.ndarray | None = None
         self._held = None if held_out is None else HeldOut(held_out, self.get, self.heads)
 
