@@ -53,6 +53,7 @@ from adpue_tf.recommend.inputs import (
     shift_hint,
 )
 from adpue_tf.recommend.joint import train_needed
+from adpue_tf.recommend.overlap import overlap_warning
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
@@ -314,10 +315,13 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     if verbose and sys.stderr.isatty():
         sys.stderr.write("\n")
     trained = sel.trained
+    calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
+    if calibration and (overlap := overlap_warning(calibration["low_exposure_share"])):
+        warnings.warn(overlap, UserWarning, stacklevel=2)
     return PUEFit(
         model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
         brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,
-        theta_calibration=sel.pooled.theta_calibration() if sel.theta_ok else {},
+        theta_calibration=calibration,
         parts={n: group[0].parts[n] for n in trained if n in group[0].parts},
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(sel.pooled.w),
               "e_held_out": len(sel.pooled.e), "w_held_out": positives},

@@ -24,6 +24,7 @@ from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.compose import ProbabilityMean, compose
 from adpue_tf.recommend.held_out import log_loss
+from adpue_tf.recommend.overlap import low_exposure_share
 from adpue_tf.validation.scores import brier_unchecked, nll_unchecked
 
 __all__ = ["Pooled", "assign_folds", "fold_average", "split_folds"]
@@ -99,7 +100,12 @@ class Pooled:
         return float(np.sqrt(np.var(d) / len(d)))
 
     def theta_calibration(self, bins: int = 10) -> dict[str, float]:
-        """``θ̂`` on the held-out E rows: log-loss, that of the constant rate, calibration error."""
+        """``θ̂`` on the held-out rows: log-loss, that of the constant rate, calibration error, overlap.
+
+        The first three on the held-out E rows; ``low_exposure_share`` is the
+        share of every held-out row, PU and E, with ``θ̂`` below
+        :data:`adpue_tf.recommend.overlap.LOW_EXPOSURE`.
+        """
         z = self.logits("theta")[1]
         p = sigmoid(z)
         edges = np.quantile(p, np.linspace(0, 1, bins + 1)[1:-1])
@@ -109,7 +115,9 @@ class Pooled:
         rate = float(np.clip(np.mean([st.e.y.mean() for st in self.stages]), 1e-6, 1 - 1e-6))
         return {"log_loss": log_loss(self.e, z),
                 "log_loss_constant": log_loss(self.e, np.full_like(z, math.log(rate / (1 - rate)))),
-                "calibration_error": float(ece)}
+                "calibration_error": float(ece),
+                "low_exposure_share": low_exposure_share(
+                    np.concatenate([sigmoid(self.logits("theta")[0]), p]))}
 
 
 def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:

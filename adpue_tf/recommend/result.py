@@ -12,6 +12,7 @@ import dataclasses
 import keras
 
 from adpue_tf.recommend.candidates import DERIVED, PREFERRED
+from adpue_tf.recommend.overlap import LOW_EXPOSURE
 from adpue_tf.recommend.rule import MIN_POSITIVES, reference
 from adpue_tf.recommend.select import NET_TOLERANCE
 
@@ -35,7 +36,10 @@ class PUEFit:
             (:func:`adpue_tf.recommend.choose`).
         epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``; the median over folds).
         theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
-            ``log_loss_constant`` (of the constant rate) and ``calibration_error``.
+            ``log_loss_constant`` (of the constant rate) and ``calibration_error``;
+            ``low_exposure_share``: the share of held-out PU and E rows with
+            ``θ̂ < 0.05``, where ``p(y=1|x)`` is barely observed (fit_pue
+            warns from 15 %; :mod:`adpue_tf.recommend.overlap`).
         parts: the candidates a composite is made of (``"ratio"``, ``"average"``, ...).
         rows: ``{"pu": n, "e": n, "pu_held_out": n, "e_held_out": n,
             "w_held_out": n}`` (the last: observed positives held out; fewer
@@ -129,7 +133,10 @@ class PUEFit:
                                          "calibration_error": float("nan")}
         lines += ["", f"θ̂ on held-out E rows: log-loss {cal['log_loss']:.4f} (constant rate "
                       f"{cal['log_loss_constant']:.4f}), calibration error "
-                      f"{cal['calibration_error']:.4f}.",
+                      f"{cal['calibration_error']:.4f}"
+                      + (f"; θ̂ < {LOW_EXPOSURE:g} on {100 * cal['low_exposure_share']:.1f}% of "
+                         "the held-out rows (p(y=1|x) barely observed there)"
+                         if cal.get("low_exposure_share") else "") + ".",
                   f"Rows: {self.rows['pu']} PU + {self.rows['e']} E "
                   f"({self.rows['pu_held_out']} + {self.rows['e_held_out']} held out"
                   f"{f', {self.folds} folds' if self.folds > 1 else ''}); model: {self.final}; "

@@ -1,0 +1,65 @@
+"""Overlap: how much of the feature distribution the exposure log barely covers.
+
+``p(y=1|x)`` is identified from ``W`` and ``E`` only where ``θ(e=1|x) > 0``
+(SPEC: strong ignorability with positive exposure). Where ``θ`` is near zero,
+few rows are ever exposed: every observable score weighs those rows by about
+``θ`` (the exposure Brier score's expectation is ``E_x[θ·(f - p)²]``), so no
+held-out score can tell whether a candidate's ``p`` there is right, and what
+each candidate predicts there is its net's extrapolation from the exposed
+rows. :func:`adpue_tf.fit_pue` reports the share of held-out rows with
+``θ̂ <`` :data:`LOW_EXPOSURE` and warns when it reaches
+:data:`WARN_SHARE` (measured in docs/guide/choosing-models.md, *Limits*).
+
+Example:
+    >>> low_exposure_share(np.array([0.01, 0.2, 0.5, 0.03]))
+    0.5
+    >>> overlap_warning(0.05) is None
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from adpue_tf.recommend.candidates import THETA_FLOOR
+
+__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning"]
+
+#: ``θ̂`` below this counts as barely exposed (the floor on ``θ̂`` of Ratio and IPS).
+LOW_EXPOSURE = THETA_FLOOR
+#: fit_pue warns when at least this share of held-out rows is barely exposed. Lower than
+#: the share that matters: a θ̂ of a net too simple for θ understates it (0.17 reported
+#: against 0.44 true with a linear net, benchmarks/results/overlap.md); the default
+#: synthetic set's ~10 % (θ̂ well specified, p extrapolated well) stays below it.
+WARN_SHARE = 0.15
+
+
+def low_exposure_share(theta: np.ndarray) -> float:
+    """The share of rows whose exposure probability ``theta`` is below :data:`LOW_EXPOSURE`.
+
+    Example:
+        >>> low_exposure_share(np.array([0.04, 0.06]))
+        0.5
+    """
+    theta = np.asarray(theta, np.float64)
+    if theta.size == 0:
+        raise ValueError("`theta` must hold at least one row.")
+    return float(np.mean(theta < LOW_EXPOSURE))
+
+
+def overlap_warning(share: float) -> str | None:
+    """The warning :func:`adpue_tf.fit_pue` gives for ``share`` barely exposed rows, or None below :data:`WARN_SHARE`.
+
+    Example:
+        >>> overlap_warning(0.3).split(":")[0]
+        'θ̂ < 0.05 on 30.0% of the held-out rows'
+    """
+    if not share >= WARN_SHARE:
+        return None
+    return (f"θ̂ < {LOW_EXPOSURE:g} on {100 * share:.1f}% of the held-out rows: few of such "
+            "rows are ever exposed, so p(y=1|x) there is barely observed in W and E, every "
+            "held-out score weighs them by about θ, and each candidate's estimate there is "
+            "its net's extrapolation from the exposed rows (no score can check it). Read "
+            "`.theta_calibration['low_exposure_share']`; collect exposures there (e.g. "
+            "some random exposure) before trusting p(y=1|x) on those rows "
+            "(docs/guide/choosing-models.md, Limits).")
