@@ -53,7 +53,7 @@ DESCRIPTIONS = {
     "debiased": "`DebiasedModel(initial_dagger=0.5)` + `RefreshDagger` (a refresh per chunk)",
     "recommended": "`adp.fit_pue` on the same training rows and net builder: every default "
                    "candidate trained on 80 % of the PU and E rows, kept by fit_pue's rule "
-                   "(the fixed blend of `likelihood`, `brier` and `ratio` unless the held-out "
+                   "(the fixed blend of `likelihood`, `brier`, `ratio` and `likelihood_theta` unless the held-out "
                    "scores show another better) and refitted on all (its own "
                    "θ̂ and choice)",
 }

@@ -19,7 +19,8 @@ name                  what it trains                                        epoc
 ``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
 ``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
 ``average``           the mean probability of the two best of the above     (its parts)
-``blend``             mean of ``likelihood``, ``brier``, ``ratio`` (fixed)  (its parts)
+``blend``             mean of ``likelihood``, ``brier``, ``ratio``,          (its parts)
+                      ``likelihood_theta`` (fixed)
 ``likelihood_theta``  ``likelihood`` of ``σ(z + a·logit θ̂)``: θ̂ a feature    Brier
 ====================  ====================================================  ==============
 """
@@ -62,10 +63,15 @@ CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exp
 DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "adpue_ratio",
                       "average", "blend", "likelihood_theta")
 #: Candidates that are combinations of other trained models (no net of their own).
-#: ``blend``'s three estimators fail in different ways (``likelihood`` when
+#: ``blend``'s four estimators fail in different ways (``likelihood`` when
 #: ``θ̂`` is a wrong model, ``ratio`` when ``θ̂`` is noisy, ``brier`` never uses
-#: ``θ̂`` but has the most variance); their mean is fixed before any row is seen.
-BLEND_PARTS = ("likelihood", "brier", "ratio")
+#: ``θ̂`` but has the most variance, ``likelihood_theta`` extrapolates along
+#: ``θ̂`` where few rows are exposed); their mean is fixed before any row is
+#: seen. ``likelihood_theta`` joined the first three after it lowered the
+#: blend's error on every setting of benchmarks/results/selection.md and
+#: overlap.md and raised Table 1's accuracies on average
+#: (docs/guide/choosing-models.md, *The blend*).
+BLEND_PARTS = ("likelihood", "brier", "ratio", "likelihood_theta")
 #: The candidate fit_pue keeps unless the held-out rows show another one better
 #: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).
 PREFERRED = "blend"

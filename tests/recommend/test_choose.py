@@ -106,9 +106,10 @@ def test_the_likelihood_displaces_the_preferred_candidate_only_beyond_tolerance(
 
 
 def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
-    names = ["bce_w", "ratio", "likelihood", "brier", "blend"]
+    names = ["bce_w", "ratio", "likelihood", "brier", "likelihood_theta", "blend"]
     fit, s = _small_fit(names)
-    assert BLEND_PARTS == ("likelihood", "brier", "ratio") and PREFERRED == "blend"
+    assert BLEND_PARTS == ("likelihood", "brier", "ratio", "likelihood_theta")
+    assert PREFERRED == "blend"
     assert fit.parts["blend"] == BLEND_PARTS
     assert fit.rows["w_held_out"] >= MIN_POSITIVES
     assert fit.choice == choose(fit.scores, fit.brier_gap_se, fit.exposure_nll, 2.0,
@@ -212,8 +213,9 @@ def _few_positives(**options):
 def test_with_few_held_out_positives_the_default_trains_only_the_blend_it_keeps():
     fit = _few_positives()
     assert fit.rows["w_held_out"] < MIN_POSITIVES and fit.choice == PREFERRED
-    assert fit.skipped == ("exposed_pu", "adpue_ratio", "average", "likelihood_theta")
-    assert set(fit.scores) == {"bce_w", "ratio", "likelihood", "brier", "blend"}
+    assert fit.skipped == ("exposed_pu", "adpue_ratio", "average")
+    assert set(fit.scores) == {"bce_w", "ratio", "likelihood", "brier", "likelihood_theta",
+                               "blend"}
     assert "Not trained, as they could not overrule it: exposed_pu, adpue_ratio" in fit.report()
 
 

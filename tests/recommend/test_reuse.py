@@ -94,7 +94,8 @@ def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own():
     first, = _fits(build, seeds=(0,))
     before = [w.copy() for w in first.model.get_weights()]
     entries = reuse._KEPT[reuse.owner(build)]
-    assert len(entries) == 2  # the first pass (θ̂, bce_w, brier) and the likelihood pass
+    # the first pass (θ̂, bce_w, brier), the likelihood pass and likelihood_theta's (blend's parts)
+    assert len(entries) == 3
     steps = {k: e.model.train_function for k, e in entries.items()}
     second, = _fits(build, seeds=(1,))
     assert {k: e.model.train_function for k, e in entries.items()} == steps  # the same step
@@ -134,7 +135,7 @@ def test_a_new_builder_from_one_factory_each_call_reuses_the_compiled_steps(monk
     """
     first, = _fits(_mlp(), seeds=(0,))
     steps = {k: e.model.train_function for k, e in reuse.kept_for(_mlp()).items()}
-    assert len(steps) == 2
+    assert len(steps) == 3
     second, = _fits(_mlp(), seeds=(1,))  # a new closure, the same code
     assert {k: e.model.train_function for k, e in reuse.kept_for(_mlp()).items()} == steps
     monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # nothing kept: the results are the same
