@@ -19,8 +19,7 @@ name                  what it trains                                        epoc
 ``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
 ``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
 ``average``           the mean probability of the two best of the above     (its parts)
-``blend``             mean of ``likelihood``, ``brier``, ``ratio``,          (its parts)
-                      ``likelihood_theta`` (fixed)
+``blend``             mean of the four ``BLEND_PARTS`` (fixed)              (its parts)
 ``likelihood_theta``  ``likelihood`` of ``σ(z + a·logit θ̂)``: θ̂ a feature    Brier
 ====================  ====================================================  ==============
 """
