@@ -44,6 +44,7 @@ from adpue_tf.recommend.candidates import (
 )
 from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
+    check_builders,
     check_ids,
     check_inputs,
     check_labels,
@@ -53,7 +54,7 @@ from adpue_tf.recommend.inputs import (
     shift_hint,
 )
 from adpue_tf.recommend.joint import train_needed
-from adpue_tf.recommend.overlap import overlap_warning
+from adpue_tf.recommend.overlap import warn_overlap
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
@@ -229,7 +230,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    builders = _builders(build_net)
+    builders = check_builders(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
     if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
@@ -268,7 +269,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     check_labels(pu, ex, 1)
     for warning in dict.fromkeys((*hints.values(), shift_hint(pu, ex))):
         if warning is not None:
-            warnings.warn(warning, UserWarning, stacklevel=2)
+            warnings.warn(warning, UserWarning, stacklevel=3)  # past quiet_retracing: the caller
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
@@ -316,8 +317,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         sys.stderr.write("\n")
     trained = sel.trained
     calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
-    if calibration and (overlap := overlap_warning(calibration["low_exposure_share"])):
-        warnings.warn(overlap, UserWarning, stacklevel=2)
+    warn_overlap(calibration)
     return PUEFit(
         model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
         brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,
@@ -343,21 +343,6 @@ def _naming(key: str | None) -> Iterator[None]:
         yield
     except (TypeError, ValueError) as err:
         raise type(err)(f"`build_net[{key!r}]`: {err}") from err
-
-
-def _builders(build_net: Any) -> dict[str | None, Callable[[], keras.Model]]:
-    """``{name: build_net}`` of a mapping (checked), or ``{None: build_net}``."""
-    if not isinstance(build_net, Mapping):
-        return {None: build_net}
-    if not build_net:
-        raise ValueError("`build_net` as a mapping needs at least one net; got an empty one.")
-    for name, builder in build_net.items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"`build_net`'s keys must be non-empty names (str), got {name!r}.")
-        if isinstance(builder, (Mapping, keras.Model)) or not callable(builder):
-            raise TypeError(f"`build_net[{name!r}]` must be a function that returns a fresh "
-                            f"Keras model, got {type(builder).__name__}.")
-    return dict(build_net)
 
 
 def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import keras
@@ -23,7 +23,7 @@ import numpy as np
 from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
 
-__all__ = ["check_fresh", "check_ids", "check_inputs", "check_labels", "check_net",
+__all__ = ["check_builders", "check_fresh", "check_ids", "check_inputs", "check_labels", "check_net",
            "check_same_features", "scale_hint", "shift_hint"]
 
 
@@ -261,3 +261,23 @@ def check_labels(pu: Rows, e: Rows, held: int) -> None:
     if min(len(pu), len(e)) < 2 * held:
         raise ValueError(f"fit_pue needs at least {2 * held} PU rows and E rows, got "
                          f"{len(pu)} and {len(e)}.")
+
+
+def check_builders(build_net: Any) -> dict[str | None, Callable[[], keras.Model]]:
+    """``{name: build_net}`` of a mapping (checked), or ``{None: build_net}``.
+
+    Example:
+        >>> list(check_builders(lambda: None))
+        [None]
+    """
+    if not isinstance(build_net, Mapping):
+        return {None: build_net}
+    if not build_net:
+        raise ValueError("`build_net` as a mapping needs at least one net; got an empty one.")
+    for name, builder in build_net.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"`build_net`'s keys must be non-empty names (str), got {name!r}.")
+        if isinstance(builder, (Mapping, keras.Model)) or not callable(builder):
+            raise TypeError(f"`build_net[{name!r}]` must be a function that returns a fresh "
+                            f"Keras model, got {type(builder).__name__}.")
+    return dict(build_net)

@@ -19,11 +19,13 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from adpue_tf.recommend.candidates import THETA_FLOOR
 
-__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning"]
+__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning", "warn_overlap"]
 
 #: ``θ̂`` below this counts as barely exposed (the floor on ``θ̂`` of Ratio and IPS).
 LOW_EXPOSURE = THETA_FLOOR
@@ -63,3 +65,17 @@ def overlap_warning(share: float) -> str | None:
             "`.theta_calibration['low_exposure_share']`; collect exposures there (e.g. "
             "some random exposure) before trusting p(y=1|x) on those rows "
             "(docs/guide/choosing-models.md, Limits).")
+
+
+def warn_overlap(calibration: dict[str, float]) -> None:
+    """Warn (``UserWarning``, at fit_pue's caller) when ``calibration``'s share calls for it.
+
+    ``calibration`` is :attr:`adpue_tf.recommend.PUEFit.theta_calibration`
+    (empty when no ``θ̂`` was trained: nothing to say).
+
+    Example:
+        >>> warn_overlap({"low_exposure_share": 0.01})  # below WARN_SHARE: silent
+    """
+    message = overlap_warning(calibration["low_exposure_share"]) if calibration else None
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=4)  # fit_pue, its decorator, the caller

@@ -263,9 +263,11 @@ def test_unscaled_features_are_warned_about_and_scaled_ones_are_not(data):
     from adpue_tf.recommend.inputs import scale_hint
 
     with pytest.warns(UserWarning, match=r"logits of median \|z\| = .* the features look far "
-                                         "from standardised"):
+                                         "from standardised") as caught:
         adp.fit_pue(linear(), data.x_pu + 1e3, data.w_pu, data.x_e + 1e3, data.e_e,
                     candidates=["bce_w"], **FAST)
+    hint = [w for w in caught if "standardised" in str(w.message)]
+    assert hint and all(w.filename == __file__ for w in hint)  # at the caller of fit_pue
     net = linear()()
     with warnings.catch_warnings():  # no DeprecationWarning either (NumPy 2 on a Keras variable)
         warnings.simplefilter("error")
