@@ -265,7 +265,8 @@ def train_recommended(pue: simulate.PUESplit, cfg: NeuralBenchConfig, seed: int,
     repeated, so that plots stay aligned.
 
     Returns:
-        ``(model, {"choice", "scores"})``.
+        ``(model, {"choice", "scores", "brier_gap_se", "exposure_nll", "nll_gap_se"})``:
+        the choice and what the rule chose it by (``adp.recommend.choose``).
     """
     fit = adp.fit_pue(lambda: build_network(pue.x_pu.shape[1:]), pue.x_pu, pue.w_pu,
                       pue.x_e, pue.e_e, epochs=cfg.epochs, batch_size=cfg.batch_size,
@@ -275,7 +276,9 @@ def train_recommended(pue: simulate.PUESplit, cfg: NeuralBenchConfig, seed: int,
     curves.on_epoch_end(0)
     for values in curves.history.values():
         values.extend(values[-1:] * (cfg.epochs - len(values)))
-    return fit.model, {"choice": fit.choice, "scores": fit.scores}
+    return fit.model, {"choice": fit.choice, "scores": fit.scores,
+                       "brier_gap_se": fit.brier_gap_se, "exposure_nll": fit.exposure_nll,
+                       "nll_gap_se": fit.nll_gap_se}
 
 
 def run_trial(x: np.ndarray, y: np.ndarray, features: np.ndarray, prior_y: float,

@@ -125,6 +125,12 @@ def test_recommended_is_fit_pue_and_never_reads_y():
     b, info_b = table2.train_recommended(blind, cfg, seed=3, curves=curves[1])
     assert info_a["choice"] == info_b["choice"] and info_a["choice"] in info_a["scores"]
     assert info_a["scores"] == pytest.approx(info_b["scores"], abs=1e-6)
+    # what the rule chose by, as fit_pue reports it (benchmarks/results/neural.json keeps it)
+    assert set(info_a["brier_gap_se"]) == set(info_a["exposure_nll"]) == set(info_a["scores"])
+    assert info_a["choice"] == adp.recommend.choose(
+        info_a["scores"], info_a["brier_gap_se"], info_a["exposure_nll"], 2.0,
+        prefer="blend", nll_se=info_a["nll_gap_se"], derived=adp.recommend.DERIVED,
+        order=list(info_a["scores"]))
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-6)
     assert len(curves[0].history["accuracy"]) == cfg.epochs
