@@ -40,6 +40,7 @@ import keras
 import numpy as np
 
 import adpue_tf as adp
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.recommend.overlap import LOW_EXPOSURE
 from benchmarks.common import RESULTS, command_line, fmt, provenance_block, table
 
@@ -52,10 +53,6 @@ NETS: dict[str, Callable[[int], keras.Model]] = {
 DIM = 8
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -np.asarray(z, np.float64)))
-
-
 def draw(n: int, policy: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray,
                                                                  np.ndarray]:
     """``(x, p, θ)`` for ``n`` rows of the simulator under ``policy``."""
@@ -63,14 +60,14 @@ def draw(n: int, policy: str, rng: np.random.Generator) -> tuple[np.ndarray, np.
     z = (-1.0 + x[:, 0] + np.sin(2 * x[:, 1]) + 0.8 * x[:, 2] * x[:, 3]
          - 0.5 * np.abs(x[:, 4])).astype(np.float64)
     if policy == "targeted":
-        theta = _sigmoid(-0.5 + 1.5 * z)
+        theta = sigmoid(-0.5 + 1.5 * z)
     elif policy == "threshold":
         theta = np.where(z + 0.5 * x[:, 5] > 0, 0.9, 0.1)
     elif policy == "other":
         theta = 1.0 - np.exp(-np.exp(0.7 * x[:, 5] - 0.3 * x[:, 6]))
     else:
         raise ValueError(f"`policy` must be one of {list(POLICIES)}, got {policy!r}.")
-    return x, _sigmoid(z), theta
+    return x, sigmoid(z), theta
 
 
 def run_one(policy: str, net: str, seed: int, rows: int, epochs: int) -> dict:
@@ -89,7 +86,7 @@ def run_one(policy: str, net: str, seed: int, rows: int, epochs: int) -> dict:
     low = tt < LOW_EXPOSURE
 
     def errors(model: keras.Model) -> dict[str, float]:
-        err = np.abs(_sigmoid(np.asarray(model.predict(xt, batch_size=8192, verbose=0))
+        err = np.abs(sigmoid(np.asarray(model.predict(xt, batch_size=8192, verbose=0))
                               .ravel()) - pt)
         return {"all": float(err.mean()),
                 "low": float(err[low].mean()) if low.any() else float("nan"),

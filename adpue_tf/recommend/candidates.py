@@ -69,7 +69,7 @@ DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "ad
 #: seen. ``likelihood_theta`` joined the first three after it lowered the
 #: blend's error on every setting of benchmarks/results/selection.md and
 #: overlap.md and raised Table 1's accuracies on average
-#: (docs/guide/choosing-models.md, *The blend*).
+#: (docs/guide/choosing-models.md, *The blend's fourth part*).
 BLEND_PARTS = ("likelihood", "brier", "ratio", "likelihood_theta")
 #: The candidate fit_pue keeps unless the held-out rows show another one better
 #: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).

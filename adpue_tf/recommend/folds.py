@@ -106,7 +106,7 @@ class Pooled:
         share of every held-out row, PU and E, with ``θ̂`` below
         :data:`adpue_tf.recommend.overlap.LOW_EXPOSURE`.
         """
-        z = self.logits("theta")[1]
+        z_pu, z = self.logits("theta")
         p = sigmoid(z)
         edges = np.quantile(p, np.linspace(0, 1, bins + 1)[1:-1])
         which = np.searchsorted(edges, p)
@@ -116,8 +116,7 @@ class Pooled:
         return {"log_loss": log_loss(self.e, z),
                 "log_loss_constant": log_loss(self.e, np.full_like(z, math.log(rate / (1 - rate)))),
                 "calibration_error": float(ece),
-                "low_exposure_share": low_exposure_share(
-                    np.concatenate([sigmoid(self.logits("theta")[0]), p]))}
+                "low_exposure_share": low_exposure_share(np.concatenate([sigmoid(z_pu), p]))}
 
 
 def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:
