@@ -40,7 +40,7 @@ import keras
 import numpy as np
 
 import adpue_tf as adp
-from adpue_tf._internal.numeric import sigmoid
+from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.recommend.overlap import LOW_EXPOSURE
 from benchmarks.common import RESULTS, command_line, fmt, provenance_block, table
 

@@ -42,16 +42,13 @@ import keras
 import numpy as np
 
 import adpue_tf as adp
+from adpue_tf.experiments.helpers import sigmoid
 
 NETS = {
     "linear": lambda d: keras.Sequential([keras.Input((d,)), keras.layers.Dense(1)]),
     "mlp": lambda d: keras.Sequential([keras.Input((d,)), keras.layers.Dense(32, "relu"),
                                        keras.layers.Dense(32, "relu"), keras.layers.Dense(1)]),
 }
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
 
 
 def _ranks(v: np.ndarray) -> np.ndarray:
@@ -73,7 +70,7 @@ def run_one(exposure: str, net: str, seed: int, rows: int, dim: int, epochs: int
     seconds = time.perf_counter() - start
     mae = {}
     for name, model in fit.candidates.items():
-        p = _sigmoid(np.asarray(model.predict(test.x_pu, batch_size=8192, verbose=0)).ravel())
+        p = sigmoid(np.asarray(model.predict(test.x_pu, batch_size=8192, verbose=0)).ravel())
         mae[name] = float(np.mean(np.abs(p - test.p_y_pu)))
     names = sorted(mae)
     truth = np.array([mae[n] for n in names])
@@ -182,7 +179,7 @@ def run_small(exposure: str, seed: int, rows: int, dim: int, epochs: int) -> dic
                                        exposure=exposure)
 
     def prob(model: keras.Model) -> np.ndarray:
-        return _sigmoid(np.asarray(model.predict(test.x_pu, batch_size=8192, verbose=0)).ravel())
+        return sigmoid(np.asarray(model.predict(test.x_pu, batch_size=8192, verbose=0)).ravel())
 
     def mae(model: keras.Model) -> float:
         return float(np.mean(np.abs(prob(model) - test.p_y_pu)))
