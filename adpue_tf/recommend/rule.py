@@ -68,7 +68,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     ``likelihood_theta``, ``θ̂``'s logit a feature) takes part only when it
     is the best by the Brier score: its likelihood under ``θ̂`` measures how
     well it fits ``W`` through that ``θ̂``, not how wrong ``θ̂`` makes its
-    estimate of ``p``. A candidate built from these very scores (``derived``;
+    estimate of ``p``; for the same reason, when it is the best and the Brier
+    score cannot tell ``prefer`` from it, that likelihood does not displace
+    ``prefer`` in its favour. A candidate built from these very scores (``derived``;
     fit_pue's ``average``, whose pair is the two best by them) has a score
     biased low on the rows that built it: it may be chosen, but the tolerance
     is measured from the best of the others.
@@ -106,6 +108,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
         >>> choose({"blend": -0.2, "likelihood": -0.31}, {"blend": 0.01, "likelihood": 0.0},
         ...        {"blend": 0.34, "likelihood": 0.33}, 2.0, prefer="blend", positives=5)
         'blend'
+        >>> choose({"blend": -0.305, "ratio": -0.31}, {"blend": 0.01, "ratio": 0.0},
+        ...        {"blend": 0.34, "ratio": 0.30}, 2.0, prefer="blend", nll_se={"ratio": 0.001})
+        'blend'
     """
     if not scores:
         raise ValueError("`scores` must name at least one candidate.")
@@ -136,6 +141,8 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
              and (n == best or n not in PREDICTS_WITH_THETA)]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
     if kept is not None and challenger != kept:
+        if challenger in PREDICTS_WITH_THETA:  # its NLL under θ̂: how well it fits W, not p
+            return kept
         se = (nll_se or {}).get(challenger)
         if se is None or nll[kept] - nll[challenger] <= tolerance * se:
             return kept

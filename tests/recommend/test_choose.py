@@ -105,6 +105,30 @@ def test_the_likelihood_displaces_the_preferred_candidate_only_beyond_tolerance(
     assert choose(brier, se, nll, 2.0, prefer="blend", nll_se={}) == "blend"
 
 
+@pytest.mark.parametrize("theta_reader", sorted(PREDICTS_WITH_THETA))
+def test_the_likelihood_never_displaces_the_preferred_candidate_for_one_that_reads_theta(
+        theta_reader):
+    # Table 2, ratio 0.9, trial 0 (rounded): Ratio the best by the Brier score, the blend
+    # 0.66 SE behind it, Ratio's NLL under θ̂ lower by 6.9 SE: but σ(z)·θ̂ of q̂/θ̂ is q̂
+    # (the model of W), so that NLL measures how well it fits W, not how close it is to p.
+    brier = {theta_reader: -0.2632, "blend": -0.2619, "likelihood": -0.2603}
+    se = {theta_reader: 0.0, "blend": 0.0019, "likelihood": 0.0024}
+    nll = {theta_reader: 0.3372, "blend": 0.3431, "likelihood": 0.3428}
+    nll_se = {theta_reader: 0.00086, "blend": 0.0, "likelihood": 0.00066}
+    assert choose(brier, se, nll, 2.0, prefer="blend", nll_se=nll_se) == "blend"
+    # Without the blend the Brier best that reads θ̂ is chosen as before ...
+    del brier["blend"], se["blend"], nll["blend"]
+    assert choose(brier, se, nll, 2.0) == theta_reader
+    # ... and with the blend out of the Brier score's reach as well (3 SE behind).
+    assert choose({**brier, "blend": -0.2575}, {**se, "blend": 0.0019},
+                  {**nll, "blend": 0.3431}, 2.0, prefer="blend", nll_se=nll_se) == theta_reader
+    # A candidate that does not read θ̂ still displaces it by the likelihood beyond tolerance.
+    brier = {"likelihood": -0.2632, "blend": -0.2619}
+    se = {"likelihood": 0.0, "blend": 0.0019}
+    assert choose(brier, se, {"likelihood": 0.3372, "blend": 0.3431}, 2.0, prefer="blend",
+                  nll_se={"likelihood": 0.00086}) == "likelihood"
+
+
 def test_fit_pue_prefers_the_blend_and_the_blend_is_the_mean_of_its_parts():
     names = ["bce_w", "ratio", "likelihood", "brier", "likelihood_theta", "blend"]
     fit, s = _small_fit(names)
