@@ -11,9 +11,9 @@ and free of any exposure model ``θ̂``; among the candidates within
 ``W`` under ``σ(z)·θ̂`` decides (sharper when ``θ̂`` is right, and a wrong
 ``θ̂`` can only choose among candidates the Brier score cannot separate;
 Ratio and ``likelihood_theta``, whose estimates read that ``θ̂``, only as the best), but the
-fixed ``blend`` stays unless one of the two scores shows another better,
-and always when fewer than :data:`~adpue_tf.recommend.MIN_POSITIVES`
-observed positives are held out (:func:`choose`);
+fixed ``blend`` stays unless one of the two scores shows another better
+(the likelihood never those two), and always when fewer than
+:data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives are held out (:func:`choose`);
 refit the nets the winner predicts with on every row for the epochs chosen
 (with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
 split, the nets it only trains with (``θ̂``, say) are shared from the choice.
@@ -183,7 +183,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             indistinguishable by it; among them the held-out likelihood of
             ``W`` under ``σ(z)·θ̂`` chooses, except that ``blend`` stays
             unless that likelihood shows another better by this many
-            standard errors. 0: the Brier score alone. With fewer than
+            standard errors (never Ratio or ``likelihood_theta``, which
+            predict with that ``θ̂``). 0: the Brier score alone. With fewer than
             :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives
             among the held-out PU rows, ``blend`` is kept (too few rows for
             either score to overrule it).
