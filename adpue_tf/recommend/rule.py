@@ -68,9 +68,9 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     ``likelihood_theta``, ``θ̂``'s logit a feature) takes part only when it
     is the best by the Brier score: its likelihood under ``θ̂`` measures how
     well it fits ``W`` through that ``θ̂``, not how wrong ``θ̂`` makes its
-    estimate of ``p``; for the same reason, when it is the best and the Brier
-    score cannot tell ``prefer`` from it, that likelihood does not displace
-    ``prefer`` in its favour. A candidate built from these very scores (``derived``;
+    estimate of ``p``; for the same reason, when the Brier score cannot tell
+    ``prefer`` from the best and that likelihood's choice among the close is
+    such a candidate, ``prefer`` stays. A candidate built from these very scores (``derived``;
     fit_pue's ``average``, whose pair is the two best by them) has a score
     biased low on the rows that built it: it may be chosen, but the tolerance
     is measured from the best of the others.
