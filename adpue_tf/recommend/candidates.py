@@ -133,6 +133,9 @@ class Stage:
         self.build_net, self.pu, self.e, self.cfg = build_net, pu, e, settings
         self.held_out, self.fixed, self.progress = held_out, epochs, progress
         self.models: dict[str, keras.Model] = {}
+        #: composites trained (scored by their heads) whose Keras model is not built
+        #: yet: built when asked for (:meth:`get`), most never are
+        self._unbuilt: dict[str, Callable[[], keras.Model]] = {}
         self.best_epoch: dict[str, int] = {}
         self.scores: dict[str, float] = {}
         #: name -> why it failed (a diverged net, or a part that did)
@@ -150,17 +153,9 @@ class Stage:
         Raises:
             Failed: if it (or a part it needs) diverged before any usable epoch.
         """
-        if name in self.failed:
-            raise Failed(self.failed[name])
-        if name not in self.models:
-            self.progress(name)
-            try:
-                getattr(self, f"_train_{name}")()
-            except Failed as err:
-                self.failed[name] = str(err)
-                raise
-            if self.held_out is not None and name != "theta":
-                self.scores[name] = self._brier(name)
+        self._trained(name)
+        if name in self._unbuilt:
+            self.models[name] = self._unbuilt.pop(name)()
         return self.models[name]
 
     def try_get(self, name: str) -> keras.Model | None:
@@ -169,6 +164,31 @@ class Stage:
             return self.get(name)
         except Failed:
             return None
+
+    def trains(self, name: str) -> bool:
+        """Train ``name`` if needed, as :meth:`get` does; whether it trained (not failed).
+
+        A composite's Keras model is not built here: its score reads its nets' outputs.
+        """
+        try:
+            self._trained(name)
+        except Failed:
+            return False
+        return True
+
+    def _trained(self, name: str) -> None:
+        """Train ``name`` (and what it needs) unless done; raises :class:`Failed`."""
+        if name in self.failed:
+            raise Failed(self.failed[name])
+        if name not in self.models and name not in self._unbuilt:
+            self.progress(name)
+            try:
+                getattr(self, f"_train_{name}")()
+            except Failed as err:
+                self.failed[name] = str(err)
+                raise
+            if self.held_out is not None and name != "theta":
+                self.scores[name] = self._brier(name)
 
     def install(self, name: str, net: keras.Model, epochs: int) -> None:
         """Take ``net``, trained elsewhere (:mod:`adpue_tf.recommend.joint`), as ``name``."""
@@ -235,12 +255,13 @@ class Stage:
                    combine: Callable[[list[Any]], Any]) -> None:
         """Candidate ``name``: ``combine`` of the heads of ``parts``, as one model."""
         for part in parts:
-            self.get(part)
+            self._trained(part)
         nets = tuple(dict.fromkeys(n for p in parts for n in self.heads[p][0]))
         heads = [self.heads[p][1] for p in parts]
         head = lambda z: combine([h(z) for h in heads])  # noqa: E731
         self.heads[name] = (nets, head)
-        self.models[name] = compose({n: self.models[n] for n in nets}, head, name)
+        members = {n: self.models[n] for n in nets}
+        self._unbuilt[name] = lambda: compose(members, head, name)
 
     def _brier_of(self, name: str) -> Callable[[keras.Model], float]:
         """The held-out Brier score ``name``'s net keeps its best epoch by."""
@@ -351,13 +372,13 @@ class Stage:
         layer = ThetaFeature()
         head = lambda z: layer([z[key], z["theta"]])  # noqa: E731
         nets = {key: net, "theta": theta}
-        compose(nets, head, name)  # builds the layer
+        layer.build([(None, 1), (None, 1)])  # two logits, as compose() calls it
         layer.scale.assign(next(x for x in trained.layers if isinstance(x, ThetaFeature)).scale)
         self.models[key], self.best_epoch[key] = net, self.best_epoch[name]
         self.heads[key] = ((key,), operator.itemgetter(key))
         self.heads[name] = ((key, "theta"), head)
         # uncompiled, as every composite (a saved copy then holds no optimizer state)
-        self.models[name] = compose(nets, head, name)
+        self._unbuilt[name] = lambda: compose(nets, head, name)
 
     def _train_brier(self) -> None:
         self._train_pue_loss("brier", losses.ExposureBrierLoss(from_logits=True))

@@ -291,7 +291,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     picked: dict[str | None, Selection] = {}
     for key, group in stages.items():
         tried, passed = names, skipped
-        if skipped and any(st.try_get(PREFERRED) is None for st in group):
+        if skipped and not all(st.trains(PREFERRED) for st in group):
             tried, passed = asked, ()  # blend failed: the rule chooses among them all
             _train(group, tried, pu, ex, pu_fold, e_fold)
         with _naming(key):
@@ -367,7 +367,7 @@ def _train(stages: list[Stage], names: Sequence[str], pu: Rows, ex: Rows,
     for name in names:
         if name != "average":
             for st in stages:
-                st.try_get(name)
+                st.trains(name)
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,

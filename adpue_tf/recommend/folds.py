@@ -130,7 +130,8 @@ def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:
         return stages[0].get(name)
     nets, heads = {}, []
     for s, st in enumerate(stages):
-        st.get(name)
+        if not st.trains(name):  # its nets trained (its own model is not needed here)
+            st.get(name)  # raises the stage's Failed
         used, head = st.heads[name]
         for n in used:
             nets[f"{n}_{s}"] = st.models[n]

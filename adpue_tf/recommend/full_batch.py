@@ -37,10 +37,17 @@ def fits(rows: int, batch_size: int) -> bool:
     return rows <= batch_size
 
 
+def _repeated(batch: tuple[Any, Any]) -> tf.data.Dataset:
+    """``batch`` for ever, as a Dataset that also holds it (``adpue_batch``: :func:`fit` reads it)."""
+    ds = tf.data.Dataset.from_tensors(batch).repeat()
+    ds.adpue_batch = batch  # a kept model's epochs take it as it is, with no iterator
+    return ds
+
+
 def whole(x: Any, y: np.ndarray) -> tf.data.Dataset:
     """Every row of ``(x, y)`` as one batch, repeated: ``pu_batches``' batches when they fit."""
-    return tf.data.Dataset.from_tensors(
-        (tf.nest.map_structure(tf.constant, x), tf.constant(np.asarray(y, np.float32)))).repeat()
+    return _repeated((tf.nest.map_structure(tf.constant, x),
+                      tf.constant(np.asarray(y, np.float32))))
 
 
 def whole_pue(x_pu: Any, w: np.ndarray, x_e: Any, e: np.ndarray,
@@ -57,7 +64,7 @@ def whole_pue(x_pu: Any, w: np.ndarray, x_e: Any, e: np.ndarray,
     y = np.concatenate([pack_pu(w), pack_e(e)])
     if extra_pu is not None and extra_e is not None:
         y = np.concatenate([y, np.concatenate([extra_pu, extra_e]).astype(np.float32)], axis=1)
-    return tf.data.Dataset.from_tensors((x, y)).repeat()
+    return _repeated((tf.nest.map_structure(tf.constant, x), tf.constant(y)))
 
 
 def install_loop(model: keras.Model) -> None:
@@ -89,6 +96,7 @@ def install_loop(model: keras.Model) -> None:
         return loop(iterator.get_next())
 
     function.adpue_loop = True  # type: ignore[attr-defined]
+    function.on_batch = loop  # type: ignore[attr-defined]  # the batch itself (fit)
     model.train_function = function
 
 
@@ -117,13 +125,19 @@ def fit(model: keras.Model, data: tf.data.Dataset, *, epochs: int, steps: int,
     hooks = keras.callbacks.CallbackList(callbacks, model=model, verbose=0, epochs=epochs,
                                          steps=steps)
     model.stop_training = False
-    iterator = iter(data)
+    batch = getattr(data, "adpue_batch", None)  # whole()'s: no iterator needed
+    step = model.train_function
+    if batch is not None:
+        run = lambda: step.on_batch(batch)  # noqa: E731
+    else:
+        iterator = iter(data)
+        run = lambda: step(iterator)  # noqa: E731
     hooks.on_train_begin()
     for epoch in range(epochs):
         model.reset_metrics()
         hooks.on_epoch_begin(epoch)
         hooks.on_train_batch_begin(0)
-        model.train_function(iterator)
+        run()
         hooks.on_train_batch_end(steps - 1, {})
         hooks.on_epoch_end(epoch, {})
         if model.stop_training:

@@ -115,7 +115,8 @@ class HeldOut:
     def _outputs(self, name: str, source: int) -> np.ndarray:
         """Those its training scored at its kept epoch, else a composite's head on its
         nets' outputs (what its model computes), else the model's."""
-        model = self._model_of(name)
+        if name not in self._heads:
+            self._model_of(name)  # trains it (a composite's head then reads its nets)
         raw = self._raw.setdefault(name, {})
         scorer = self._scorers.pop(name, None)
         if scorer is not None:
@@ -123,7 +124,7 @@ class HeldOut:
         if source not in raw:
             nets, head = self._heads.get(name, ((name,), None))
             if nets == (name,) or head is None:
-                raw[source] = outputs(model, self.rows[source].x)
+                raw[source] = outputs(self._model_of(name), self.rows[source].x)
             else:
                 parts = {n: keras.ops.convert_to_tensor(self._outputs(n, source)) for n in nets}
                 raw[source] = np.asarray(keras.ops.convert_to_numpy(head(parts)))

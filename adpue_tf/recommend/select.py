@@ -89,7 +89,7 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
         pair = (singles[0][1], singles[1][1])
         for st in stages:
             st.parts["average"] = pair
-        if all(st.try_get("average") is not None for st in stages):
+        if all(st.trains("average") for st in stages):
             trained.append("average")
             scores["average"] = pooled.brier("average")
             _drop_unscored(scores, trained, failed)
