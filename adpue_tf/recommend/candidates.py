@@ -378,6 +378,7 @@ class Stage:
         self.heads[key] = ((key,), operator.itemgetter(key))
         self.heads[name] = ((key, "theta"), head)
         # uncompiled, as every composite (a saved copy then holds no optimizer state)
+        del self.models[name]  # _fit's entry (the net, now under `key`)
         self._unbuilt[name] = lambda: compose(nets, head, name)
 
     def _train_brier(self) -> None:

@@ -208,6 +208,33 @@ def test_held_out_logits_are_those_of_each_returned_model():
         np.testing.assert_array_equal(z_e, train.logits(model, held_e.x), err_msg=name)
 
 
+def test_a_composite_is_scored_by_its_head_and_its_model_built_only_when_asked_for():
+    """Stage.trains trains and scores composites without building their Keras models;
+    Stage.get builds the one asked for, whose logits are the held-out ones its score read."""
+    from adpue_tf.data.rows import as_rows
+    from adpue_tf.recommend.candidates import Settings, Stage
+
+    s = adp.synthetic.synthetic_pue(300, 300, seed=5)
+    pu, ex = as_rows("x_pu", s.x_pu, "w", s.w_pu), as_rows("x_e", s.x_e, "e", s.e_e)
+    index = np.arange(300)
+    settings = Settings(epochs=1, batch_size=512, min_steps=20, rounds=1, seed=0,
+                        optimizer=lambda: keras.optimizers.Adam(0.1))
+    stage = Stage(lambda: _net2(), pu.take(index[60:]), ex.take(index[60:]), settings,
+                  held_out=(pu.take(index[:60]), ex.take(index[:60])))
+    composites = ("ratio", "likelihood_theta", "blend")
+    assert all(stage.trains(name) for name in composites)
+    assert not set(composites) & set(stage.models)  # scored, not built
+    assert all(np.isfinite(stage.scores[name]) for name in composites)
+    model = stage.get("blend")
+    assert "blend" in stage.models and stage.get("blend") is model  # built once
+    assert not {"ratio", "likelihood_theta"} & set(stage.models)  # its parts' models: not needed
+    held_pu, held_e = stage.held_out
+    for name in composites:  # each model, built now, computes what its score read
+        z_pu, z_e = stage.held(name)
+        np.testing.assert_array_equal(z_pu, train.logits(stage.get(name), held_pu.x), name)
+        np.testing.assert_array_equal(z_e, train.logits(stage.get(name), held_e.x), name)
+
+
 def _net2() -> keras.Model:
     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, "tanh"),
                              keras.layers.Dense(1)])
