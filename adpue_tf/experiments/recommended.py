@@ -13,8 +13,9 @@ one held-out split by default, ``K``-fold cross-fitting with ``folds``.
 The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
 Cost (2 CPU cores, one TensorFlow thread, under XLA): the first trial of a
-process 40-70 s (every pass compiled), then a median 0.9-2.6 s a trial on the
-paper's data sets with one split (benchmarks/results/linear.recommended.md);
+process 30-70 s (every pass compiled), then a median 0.4-1.0 s a trial on the
+paper's data sets with one split (an Intel Xeon VM; ``benchmarks/results/``
+``linear.recommended.100trials.lazy.md``);
 about 3x that with five folds; ``adpue-tf bench linear --no-recommended``
 skips the column.
 
