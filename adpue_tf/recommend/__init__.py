@@ -9,7 +9,9 @@ Example:
     ('bce_w', 'likelihood_theta')
 """
 
-from adpue_tf.recommend.candidates import (
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature
+from adpue_tf.recommend.fit import NET_TOLERANCE, fit_pue
+from adpue_tf.recommend.names import (
     BLEND_PARTS,
     CANDIDATES,
     DEFAULT_CANDIDATES,
@@ -17,8 +19,6 @@ from adpue_tf.recommend.candidates import (
     PREDICTS_WITH_THETA,
     PREFERRED,
 )
-from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature
-from adpue_tf.recommend.fit import NET_TOLERANCE, fit_pue
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 

@@ -47,54 +47,23 @@ from adpue_tf.recommend.alone import Failed, train_alone
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 from adpue_tf.recommend.full_batch import fits, whole, whole_pue
 from adpue_tf.recommend.held_out import PU, E, Heads, HeldOut, brier_scorer, log_loss_scorer
+from adpue_tf.recommend.names import (
+    BLEND_PARTS,
+    CANDIDATES,
+    COMPOSITE_PARTS,
+    DEFAULT_CANDIDATES,
+    DERIVED,
+    NOT_AVERAGED,
+    PREDICTS_WITH_THETA,
+    PREFERRED,
+    THETA_FEATURE_NET,
+    THETA_FLOOR,
+)
 from adpue_tf.recommend.train import logits, pu_batches, steps_per_epoch
 from adpue_tf.validation.scores import brier_unchecked
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
            "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage"]
-
-#: Every candidate, in the order they are trained (the seed of each net is its index).
-CANDIDATES = ("bce_w", "ratio", "elkan_noto", "ips", "likelihood", "brier", "exposed_pu",
-              "adpue_direct", "adpue_rounds", "adpue_ratio", "average", "blend",
-              "likelihood_theta")
-#: What fit_pue tries by default: the candidates that won on some data in
-#: benchmarks/results/selection.md (the others never did; name them to try them).
-DEFAULT_CANDIDATES = ("bce_w", "ratio", "likelihood", "brier", "exposed_pu", "adpue_ratio",
-                      "average", "blend", "likelihood_theta")
-#: Candidates that are combinations of other trained models (no net of their own).
-#: ``blend``'s four estimators fail in different ways (``likelihood`` when
-#: ``θ̂`` is a wrong model, ``ratio`` when ``θ̂`` is noisy, ``brier`` never uses
-#: ``θ̂`` but has the most variance, ``likelihood_theta`` extrapolates along
-#: ``θ̂`` where few rows are exposed); their mean is fixed before any row is
-#: seen. ``likelihood_theta`` joined the first three after it lowered the
-#: blend's error on every setting of benchmarks/results/selection.md and
-#: overlap.md and raised Table 1's accuracies on average
-#: (docs/guide/choosing-models.md, *The blend's fourth part*).
-BLEND_PARTS = ("likelihood", "brier", "ratio", "likelihood_theta")
-#: The candidate fit_pue keeps unless the held-out rows show another one better
-#: (:func:`adpue_tf.recommend.rule.choose`'s ``prefer``).
-PREFERRED = "blend"
-#: The nets each fixed composite candidate is made of (``average``'s pair is chosen later).
-COMPOSITE_PARTS = {"ratio": ("bce_w", "theta"), "elkan_noto": ("bce_w",), "blend": BLEND_PARTS}
-#: Candidates ``average`` never pairs (itself, and the fixed blend).
-NOT_AVERAGED = ("average", "blend")
-#: Candidates built from the held-out scores (``average``: the two best by them),
-#: so their scores are biased low on those rows: never the reference of the
-#: tolerance (:func:`adpue_tf.recommend.rule.choose`'s ``derived``).
-DERIVED = ("average",)
-#: Candidates whose estimate reads fit_pue's shared ``θ̂``: Ratio divides by it
-#: (``q̂/θ̂``), ``likelihood_theta`` takes its logit as a feature. The likelihood
-#: of ``W`` under ``σ(z)·θ̂`` cannot see the error a wrong ``θ̂`` puts in them
-#: (and favoured ``likelihood_theta`` where a misspecified ``θ̂`` made it worse,
-#: ``benchmarks/results/selection.md``), so it never prefers them to the best
-#: by the Brier score (:func:`adpue_tf.recommend.rule.choose`).
-PREDICTS_WITH_THETA = frozenset(
-    [n for n, parts in COMPOSITE_PARTS.items() if "theta" in parts] + ["likelihood_theta"])
-#: The key of ``likelihood_theta``'s own net (its model is that net and ``θ̂``).
-THETA_FEATURE_NET = "likelihood_theta/net"
-#: Floor on θ̂ in the Ratio estimate, and IPS's clip.
-THETA_FLOOR = 0.05
-
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -153,31 +122,32 @@ class Stage:
         Raises:
             Failed: if it (or a part it needs) diverged before any usable epoch.
         """
-        self._trained(name)
+        self.train(name)
         if name in self._unbuilt:
             self.models[name] = self._unbuilt.pop(name)()
         return self.models[name]
 
     def try_get(self, name: str) -> keras.Model | None:
         """:meth:`get`, or None when the candidate failed (recorded in :attr:`failed`)."""
-        try:
-            return self.get(name)
-        except Failed:
-            return None
+        return self.get(name) if self.trains(name) else None
 
     def trains(self, name: str) -> bool:
-        """Train ``name`` if needed, as :meth:`get` does; whether it trained (not failed).
-
-        A composite's Keras model is not built here: its score reads its nets' outputs.
-        """
+        """:meth:`train`; whether ``name`` trained (False: it failed, see :attr:`failed`)."""
         try:
-            self._trained(name)
+            self.train(name)
         except Failed:
             return False
         return True
 
-    def _trained(self, name: str) -> None:
-        """Train ``name`` (and what it needs) unless done; raises :class:`Failed`."""
+    def train(self, name: str) -> None:
+        """Train and score ``name`` (and what it needs) unless done, as :meth:`get` does.
+
+        A composite's Keras model is not built here (its score reads its nets'
+        outputs through its head); :meth:`get` builds it when asked.
+
+        Raises:
+            Failed: as :meth:`get`.
+        """
         if name in self.failed:
             raise Failed(self.failed[name])
         if name not in self.models and name not in self._unbuilt:
@@ -255,7 +225,7 @@ class Stage:
                    combine: Callable[[list[Any]], Any]) -> None:
         """Candidate ``name``: ``combine`` of the heads of ``parts``, as one model."""
         for part in parts:
-            self._trained(part)
+            self.train(part)
         nets = tuple(dict.fromkeys(n for p in parts for n in self.heads[p][0]))
         heads = [self.heads[p][1] for p in parts]
         head = lambda z: combine([h(z) for h in heads])  # noqa: E731
@@ -374,11 +344,11 @@ class Stage:
         nets = {key: net, "theta": theta}
         layer.build([(None, 1), (None, 1)])  # two logits, as compose() calls it
         layer.scale.assign(next(x for x in trained.layers if isinstance(x, ThetaFeature)).scale)
-        self.models[key], self.best_epoch[key] = net, self.best_epoch[name]
+        # _fit filed the net under `name`: it is the composite's part `key`
+        self.models[key], self.best_epoch[key] = self.models.pop(name), self.best_epoch[name]
         self.heads[key] = ((key,), operator.itemgetter(key))
         self.heads[name] = ((key, "theta"), head)
         # uncompiled, as every composite (a saved copy then holds no optimizer state)
-        del self.models[name]  # _fit's entry (the net, now under `key`)
         self._unbuilt[name] = lambda: compose(nets, head, name)
 
     def _train_brier(self) -> None:

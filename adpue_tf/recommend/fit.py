@@ -35,13 +35,7 @@ import numpy as np
 from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
-from adpue_tf.recommend.candidates import (
-    CANDIDATES,
-    DEFAULT_CANDIDATES,
-    PREFERRED,
-    Settings,
-    Stage,
-)
+from adpue_tf.recommend.candidates import Settings, Stage
 from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_builders,
@@ -54,6 +48,7 @@ from adpue_tf.recommend.inputs import (
     shift_hint,
 )
 from adpue_tf.recommend.joint import train_needed
+from adpue_tf.recommend.names import CANDIDATES, DEFAULT_CANDIDATES, PREFERRED
 from adpue_tf.recommend.overlap import warn_overlap
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway

@@ -130,8 +130,7 @@ def fold_average(stages: Sequence[Stage], name: str) -> keras.Model:
         return stages[0].get(name)
     nets, heads = {}, []
     for s, st in enumerate(stages):
-        if not st.trains(name):  # its nets trained (its own model is not needed here)
-            st.get(name)  # raises the stage's Failed
+        st.train(name)  # its nets (its own model is not needed here)
         used, head = st.heads[name]
         for n in used:
             nets[f"{n}_{s}"] = st.models[n]

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
-from adpue_tf.recommend.candidates import COMPOSITE_PARTS, PREDICTS_WITH_THETA, PREFERRED
+from adpue_tf.recommend.names import COMPOSITE_PARTS, PREDICTS_WITH_THETA, PREFERRED
 
 __all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf.recommend.candidates import DERIVED, NOT_AVERAGED, PREFERRED, Stage
+from adpue_tf.recommend.candidates import Stage
 from adpue_tf.recommend.folds import Pooled
+from adpue_tf.recommend.names import DERIVED, NOT_AVERAGED, PREFERRED
 from adpue_tf.recommend.rule import choose, reference
 
 __all__ = ["NET_TOLERANCE", "Selection", "pick_net", "select"]
