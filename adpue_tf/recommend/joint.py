@@ -62,10 +62,14 @@ PU_ONLY = ("likelihood",)
 _E = float(Source.E)
 
 
-def _risk(name: str, y: Any, z: Any) -> Any:
-    """The training objective of net ``name`` on packed labels ``y`` and logits ``z``."""
+def _risk(name: str, y: Any, z: Any, keep: Any) -> Any:
+    """The training objective of net ``name`` on packed labels ``y`` and logits ``z``.
+
+    ``keep``: 1 on the rows the net trains on, 0 on those it holds out (the
+    risks' row weights: each mean runs over the kept rows of its source).
+    """
     if name == "theta":  # cross-entropy on E over the exposure rows
-        kept = tf.cast(tf.equal(y[:, 2], _E), tf.float32)
+        kept = tf.cast(tf.equal(y[:, 2], _E), tf.float32) * keep
         per_row = tf.nn.softplus(z[:, 0]) - y[:, 1] * z[:, 0]
         return tf.reduce_sum(per_row * kept) / tf.maximum(tf.reduce_sum(kept), 1.0)
     fns: dict[str, Callable[..., Any]] = {
@@ -73,7 +77,7 @@ def _risk(name: str, y: Any, z: Any) -> Any:
         "exposed_pu": functools.partial(risks.exposed_pu, gamma=1.0),
         "likelihood": risks.exposure_likelihood}
     fn = fns[name]
-    return fn(y, z, from_logits=True).loss
+    return fn(y, z, from_logits=True, sample_weight=keep).loss
 
 
 class _Joint:
@@ -91,20 +95,22 @@ class _Joint:
         y_true = tf.cast(y_true, tf.float32)
         y_pred = tf.cast(y_pred, tf.float32)
         total = 0.0
-        # The rows of a fold are masked once for all the nets that hold it out (every
-        # net of a mapping), so that they read the same label tensor (checked once:
-        # risks._batch); a LATER net's labels carry its own stage's θ̂ column.
+        # A fold's rows are weighted 0 (not cut out: a mask of every row keeps the
+        # batch's static shape, so XLA compiles no dynamic-size gather), once for all
+        # the nets that hold it out (every net of a mapping), so that they read the
+        # same label tensor (checked once: risks._batch); a LATER net's labels carry
+        # its own stage's θ̂ column.
         rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
         for j, (s, name) in enumerate(self.jobs):
             key = (self.folds[s], s if name in LATER else None)
             if key not in rows:
-                keep = tf.not_equal(y_true[:, -1], float(self.folds[s]))
+                keep = tf.cast(tf.not_equal(y_true[:, -1], float(self.folds[s])), tf.float32)
                 y = y_true[:, :3]
                 if name in LATER:
                     y = tf.concat([y, y_true[:, 3 + s:4 + s]], axis=1)
-                rows[key] = (tf.boolean_mask(y, keep), keep)
+                rows[key] = (y, keep)
             y, keep = rows[key]
-            total += _risk(name, y, tf.boolean_mask(y_pred[:, j:j + 1], keep))
+            total += _risk(name, y, y_pred[:, j:j + 1], keep)
         return total
 
 
