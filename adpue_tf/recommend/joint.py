@@ -101,6 +101,9 @@ class _Joint:
         # same label tensor (checked once: risks._batch); a LATER net's labels carry
         # its own stage's θ̂ column.
         rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
+        # One split (its gradient one concat), not a slice a net (each slice's gradient
+        # a full-width pad, all summed).
+        columns = tf.split(y_pred, len(self.jobs), axis=1) if len(self.jobs) > 1 else [y_pred]
         for j, (s, name) in enumerate(self.jobs):
             key = (self.folds[s], s if name in LATER else None)
             if key not in rows:
@@ -110,7 +113,7 @@ class _Joint:
                     y = tf.concat([y, y_true[:, 3 + s:4 + s]], axis=1)
                 rows[key] = (y, keep)
             y, keep = rows[key]
-            total += _risk(name, y, y_pred[:, j:j + 1], keep)
+            total += _risk(name, y, columns[j], keep)
         return total
 
 
