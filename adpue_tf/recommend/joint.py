@@ -103,7 +103,7 @@ class _Joint:
         rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
         # One split (its gradient one concat), not a slice a net (each slice's gradient
         # a full-width pad, all summed).
-        columns = tf.split(y_pred, len(self.jobs), axis=1) if len(self.jobs) > 1 else [y_pred]
+        columns = tf.split(y_pred, len(self.jobs), axis=1)
         for j, (s, name) in enumerate(self.jobs):
             key = (self.folds[s], s if name in LATER else None)
             if key not in rows:
