@@ -94,3 +94,51 @@ def test_the_pass_keeps_the_batchs_static_shape():
     graph = fn.get_concrete_function(tf.constant(y), tf.constant(z)).graph
     dynamic = {op.type for op in graph.get_operations()} & {"Where", "GatherV2"}
     assert not dynamic, dynamic
+
+
+# -- a full-batch pass trains every net of TOGETHER ----------------------------------------
+def _linear():
+    import keras
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+
+def _fit(candidates, **options):
+    import adpue_tf as adp
+    s = adp.synthetic.synthetic_pue(300, 300, seed=3)
+    return adp.fit_pue(_linear, s.x_pu, s.w_pu, s.x_e, s.e_e, candidates=candidates,
+                       epochs=2, min_steps=20, batch_size=4096, verbose=0, **options)
+
+
+def test_the_canonical_jobs_are_every_together_net_of_every_stage():
+    assert joint._canonical([(1, "brier")], 2) == [
+        (s, n) for s in (0, 1) for n in joint.TOGETHER]
+    later = [(0, "likelihood")]  # a pass of LATER nets keeps its own jobs
+    assert joint._canonical(later, 1) == later
+
+
+def test_the_nets_thrown_in_change_no_wanted_net(monkeypatch):
+    """The choice, scores and model are those of a pass of the wanted nets alone."""
+    canonical = _fit(("bce_w", "brier"))
+    monkeypatch.setattr(joint, "_canonical", lambda wanted, stages: list(wanted))
+    alone = _fit(("bce_w", "brier"))
+    assert canonical.choice == alone.choice
+    assert canonical.scores == pytest.approx(alone.scores, rel=1e-6)
+    x = np.random.default_rng(0).normal(size=(20, 2)).astype("float32")
+    np.testing.assert_allclose(np.asarray(canonical.model(x)), np.asarray(alone.model(x)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_calls_with_other_candidates_share_the_compiled_pass(monkeypatch):
+    """A second call that trains other nets of TOGETHER (and refits another choice) compiles none."""
+    from adpue_tf.recommend import reuse
+    built = []
+    real = reuse.Compiled.__init__
+
+    def spy(self, model, nets, home=None):
+        built.append(None if home is None else home[1][0][0])
+        real(self, model, nets, home)
+
+    _fit(("bce_w", "brier"))  # compiles the selection's and the refit's passes
+    monkeypatch.setattr(reuse.Compiled, "__init__", spy)
+    _fit(("brier", "exposed_pu"))
+    assert built == []
