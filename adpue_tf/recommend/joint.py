@@ -168,27 +168,6 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
     return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE).repeat()
 
 
-def _canonical(wanted: Sequence[tuple[int, str]], stages: int) -> list[tuple[int, str]]:
-    """Every net of :data:`TOGETHER` for each of ``stages`` stages: the jobs of a full-batch pass.
-
-    A pass's compiled program depends on its jobs. A full-batch pass (small
-    data: tracing and XLA compiling cost more than the steps) trains all of
-    them, the nets not ``wanted`` thrown away after, so that the passes of
-    every call of fit_pue on rows of one size share one program, whichever
-    candidates the call trains (a refit trains the choice's nets, a call
-    with few held-out positives fewer): a new job set compiled a new program
-    in ~1 of 6 calls of Table 1's. The nets share no weights, so the wanted
-    nets train as without the others.
-
-    Example:
-        >>> _canonical([(0, "bce_w")], 1)
-        [(0, 'theta'), (0, 'bce_w'), (0, 'brier'), (0, 'exposed_pu')]
-    """
-    if not all(name in TOGETHER for _, name in wanted):
-        return list(wanted)
-    return [(s, name) for s in range(stages) for name in TOGETHER]
-
-
 def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
                    pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
     """Train ``names`` of every stage in one pass; install each net in its stage.
@@ -210,27 +189,25 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     step), nothing is installed and the stages train these nets one by one
     (each failure then recorded for its own net).
     """
-    wanted = [(s, n) for s, st in enumerate(stages) for n in names
-              if n not in st.models and n not in st.failed]
-    if not wanted:
+    jobs = [(s, n) for s, st in enumerate(stages) for n in names
+            if n not in st.models and n not in st.failed]
+    if not jobs:
         return
     first = stages[0]
     cfg = first.cfg
     folds = len(stages)
     theta_pu = np.full((len(pu), folds), 0.5, np.float32)
-    if any(n in LATER for _, n in wanted):
+    if any(n in LATER for _, n in jobs):
         for s, st in enumerate(stages):
             theta_pu[:, s] = sigmoid(logits(st.get("theta"), pu.x))
-    pu_only = all(n in PU_ONLY for _, n in wanted)
+    fresh = []
+    for s, name in jobs:
+        stages[s].progress(name)
+        fresh.append(stages[s].net(name))
+    pu_only = all(n in PU_ONLY for _, n in jobs)
     rows = len(pu) + (0 if pu_only else len(e))
     steps = steps_per_epoch(rows, cfg.batch_size, cfg.epochs, cfg.min_steps)
     full = fits(rows, cfg.batch_size)  # one batch of every row (full_batch.py)
-    jobs = _canonical(wanted, len(stages)) if full and not pu_only else wanted
-    fresh = []
-    for s, name in jobs:
-        if (s, name) in wanted:
-            stages[s].progress(name)
-        fresh.append(stages[s].net(name))
     # shuffled batches: θ̂ and bce_w on the rows their risks read (layout.py)
     layout = None if pu_only or full else batch_layout(len(pu), len(e), cfg.batch_size)
 
@@ -253,19 +230,17 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
                       layout),
                      fresh, build, probe)
     model, live = joint.model, joint.nets
-    callbacks: list[keras.callbacks.Callback | None] = []
+    callbacks: list[keras.callbacks.Callback] = []
     for (s, name), net in zip(jobs, live):
         fixed = stages[s].fixed
-        if (s, name) not in wanted:
-            callbacks.append(None)  # trained for the shared program only, never read
-        elif fixed is None:
+        if fixed is None:
             callbacks.append(HeldOutScore(net, stages[s].monitor(name, net)))
         else:
             callbacks.append(_KeepEpoch(net, fixed[name]))
     epochs = cfg.epochs if first.fixed is None else max(
-        [(stages[s].fixed or {})[n] for s, n in wanted] + [1])
+        [(stages[s].fixed or {})[n] for s, n in jobs] + [1])
     if full:  # rows every net of the pass holds out (one split): left out of the batch
-        out = {stages[s].fold for s, _ in wanted}
+        out = {stages[s].fold for s, _ in jobs}
         if len(out) == 1:
             fold = out.pop()
             pu_in, e_in = np.flatnonzero(pu_fold != fold), np.flatnonzero(e_fold != fold)
@@ -276,17 +251,14 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
                     layout=layout)
     watches = [c for c in callbacks if isinstance(c, HeldOutScore)]
     stop = [StopWhenStale(watches, cfg.patience)] if watches else []
-    hooks = [c for c in callbacks if c is not None]
     try:
-        fit(model, data, epochs=epochs, steps=steps, callbacks=[*hooks, *stop])
+        fit(model, data, epochs=epochs, steps=steps, callbacks=[*callbacks, *stop])
     except tf.errors.InvalidArgumentError as err:
         if DIVERGED not in str(err):
             raise
         return  # a net's outputs exploded: the stages train these nets one by one
     joint.give(fresh)  # the kept model's nets stay its own
     for (s, name), net, watch in zip(jobs, fresh, callbacks):
-        if watch is None:
-            continue
         assert isinstance(watch, (HeldOutScore, _KeepEpoch))
         kept = watch.best_epoch if isinstance(watch, HeldOutScore) else watch.epoch
         if isinstance(watch, HeldOutScore) and watch.best_epoch == 0:
