@@ -63,7 +63,7 @@ from adpue_tf.recommend.train import logits, pu_batches, steps_per_epoch
 from adpue_tf.validation.scores import brier_unchecked
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
-           "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage"]
+           "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage", "net_seed"]
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -79,6 +79,17 @@ class Settings:
     jit_compile: bool = False
 
 
+def net_seed(seed: int, name: str, fold: int) -> int:
+    """The seed of net ``name`` (and of its shuffles) in the stage of ``fold``, fit_pue's ``seed``.
+
+    Example:
+        >>> net_seed(0, "theta", 0), net_seed(0, "bce_w", 1)
+        (0, 7920)
+    """
+    index = CANDIDATES.index(name) + 1 if name in CANDIDATES else 0
+    return seed * 1009 + index + 7919 * fold
+
+
 class Stage:
     """Train candidates on ``pu``/``e`` rows; score them on ``held_out`` rows when given.
 
@@ -91,14 +102,18 @@ class Stage:
         parts: the parts of composite candidates chosen before (``"average"``).
         progress: called with each net's name before it trains.
         fold: which fold this stage holds out (seeds its nets).
+        built: nets built ahead from ``build_net`` under a seed
+            (:func:`net_seed`), by seed: a net of that seed is taken from it
+            (once) instead of built.
     """
 
     def __init__(self, build_net: Callable[[], keras.Model], pu: Rows, e: Rows,
                  settings: Settings, held_out: tuple[Rows, Rows] | None = None,
                  epochs: dict[str, int] | None = None,
                  parts: dict[str, tuple[str, ...]] | None = None,
-                 progress: Callable[[str], None] = lambda name: None, fold: int = 0) -> None:
-        self.fold = fold
+                 progress: Callable[[str], None] = lambda name: None, fold: int = 0,
+                 built: dict[int, keras.Model] | None = None) -> None:
+        self.fold, self._built = fold, built if built is not None else {}
         self.build_net, self.pu, self.e, self.cfg = build_net, pu, e, settings
         self.held_out, self.fixed, self.progress = held_out, epochs, progress
         self.models: dict[str, keras.Model] = {}
@@ -169,14 +184,17 @@ class Stage:
             self.scores[name] = self._brier(name)
 
     def net(self, name: str) -> keras.Model:
-        """A fresh ``build_net()`` seeded for ``name`` and this stage's fold."""
-        seed_net(self.seed_of(name))  # the kernel cache kept (see seed_net)
+        """A fresh ``build_net()`` seeded for ``name`` and this stage's fold (or built so ahead)."""
+        seed = self.seed_of(name)
+        ahead = self._built.pop(seed, None)
+        if ahead is not None:
+            return ahead
+        seed_net(seed)  # the kernel cache kept (see seed_net)
         return self.build_net()
 
     def seed_of(self, name: str) -> int:
         """The seed of net ``name`` (and of its shuffles) in this stage."""
-        index = CANDIDATES.index(name) + 1 if name in CANDIDATES else 0
-        return self.cfg.seed * 1009 + index + 7919 * self.fold
+        return net_seed(self.cfg.seed, name, self.fold)
 
     def monitor(self, name: str, net: keras.Model | None) -> Callable[[keras.Model], float]:
         """The held-out score ``name``'s net keeps its best epoch by (lower is better)."""

@@ -35,7 +35,7 @@ import numpy as np
 from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
-from adpue_tf.recommend.candidates import Settings, Stage
+from adpue_tf.recommend.candidates import Settings, Stage, net_seed
 from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_builders,
@@ -127,7 +127,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     Args:
         build_net: returns a fresh Keras model (features -> one logit, no final
             sigmoid), e.g. ``lambda: keras.Sequential([keras.Input((d,)),
-            keras.layers.Dense(1)])``. Called once per trained net. Or a
+            keras.layers.Dense(1)])``. Called once per trained net (the
+            checks' two calls give the first two: ``θ̂``'s and ``bce_w``'s). Or a
             mapping ``{name: build_net}``: every net's candidates are trained
             and chosen among on the same held-out rows (the nets that train
             together share one pass, so a second net of a small model costs
@@ -256,9 +257,14 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
     hints = {}
+    # The checks' two nets are the first two that the stage of fold 0 builds (θ̂, bce_w),
+    # built under their seeds: that stage takes them (Stage.net) instead of building them.
+    ahead = (net_seed(settings.seed, "theta", 0), net_seed(settings.seed, "bce_w", 0))
+    built: dict[str | None, dict[int, keras.Model]] = {}
     for key, builder in builders.items():
         with _naming(key):
-            net = check_net(builder)
+            net, again = check_net(builder, ahead)
+            built[key] = {ahead[0]: net, ahead[1]: again}
             check_inputs(net, pu)
             check_ids(net, pu, ex)
             hints[key] = scale_hint(net, pu)
@@ -279,7 +285,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     names, asked = tuple(n for n in names if n not in skipped), names
     show = _progress(verbose, len(builders) * k * (len(names) + 1)
                      + (len(names) if final == "refit" else 0))
-    stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show)
+    stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show, built[key])
               for key, b in builders.items()}
     # Every net's nets that train together do so in one pass (joint.py), then the rest.
     _train([st for group in stages.values() for st in group], names, pu, ex, pu_fold, e_fold)
@@ -299,7 +305,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     if final == "refit":
         whole = Stage(builders[best], pu, ex, settings,
                       epochs={n: max(1, v) for n, v in sel.kept.items()},
-                      parts=group[0].parts, progress=show)
+                      parts=group[0].parts, progress=show, built=built[best])
         if k == 1:
             _share_helpers(group[0], whole, choice)
         train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
@@ -366,9 +372,12 @@ def _train(stages: list[Stage], names: Sequence[str], pu: Rows, ex: Rows,
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
-            k: int, pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None]
-            ) -> list[Stage]:
-    """One stage per fold (one split: a single stage) of the rows of ``pu_fold``/``e_fold``."""
+            k: int, pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None],
+            built: dict[int, keras.Model]) -> list[Stage]:
+    """One stage per fold (one split: a single stage) of the rows of ``pu_fold``/``e_fold``.
+
+    ``built``: nets built ahead, by seed (shared by the stages: each takes its own).
+    """
     stages = []
     for s in range(k):
         pu_in, e_in = pu_fold != s, e_fold != s
@@ -379,5 +388,5 @@ def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: 
                             ex.take(np.flatnonzero(e_in)), settings,
                             held_out=(pu.take(np.flatnonzero(~pu_in)),
                                       ex.take(np.flatnonzero(~e_in))),
-                            progress=show, fold=s))
+                            progress=show, fold=s, built=built))
     return stages

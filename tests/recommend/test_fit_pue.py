@@ -415,11 +415,11 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
 
 
 @pytest.mark.parametrize("candidate, built", [
-    # check (two calls: fresh models?) + θ̂ and the likelihood net to choose + the
-    # likelihood net again: θ̂ is shared
-    ("likelihood", 5),
-    # Ratio predicts with q̂ and θ̂: both are retrained on every row
-    ("ratio", 6),
+    # check (two calls: fresh models? they are θ̂'s and q̂'s nets) + the likelihood net
+    # to choose + the likelihood net again: θ̂ is shared
+    ("likelihood", 4),
+    # Ratio predicts with q̂ and θ̂ (the checks' nets): both are retrained on every row
+    ("ratio", 4),
 ])
 def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
         data, candidate, built, monkeypatch):

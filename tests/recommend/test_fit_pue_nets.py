@@ -126,3 +126,40 @@ def test_a_net_whose_every_candidate_diverges_is_named():
             pytest.warns(UserWarning, match="far from standardised"):
         adp.fit_pue({"fine": _linear(0.0), "exploding": exploding}, S.x_pu, S.w_pu, S.x_e,
                     S.e_e, **OPTIONS)
+
+
+@pytest.mark.parametrize("mapping", [False, True])
+def test_the_nets_the_checks_build_are_trained(monkeypatch, mapping):
+    """The checks' two calls of each build_net give θ̂'s and bce_w's nets: two builds fewer, the same fit."""
+    from adpue_tf._internal.seeding import seed_net
+    from adpue_tf.recommend.candidates import Stage
+    calls = []
+
+    def counted(l2):
+        inner = _linear(l2)
+
+        def build():
+            calls.append(l2)
+            return inner()
+        return build
+
+    def fit():
+        calls.clear()
+        nets = {"a": counted(0.0), "b": counted(0.1)} if mapping else counted(0.0)
+        out = adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
+        return out, len(calls)
+
+    fit()  # the compiled models kept (their own nets built once) for the calls compared
+    taken, builds = fit()
+
+    def fresh_net(self, name):  # every net built where it is needed, as before
+        seed_net(self.seed_of(name))
+        return self.build_net()
+
+    monkeypatch.setattr(Stage, "net", fresh_net)
+    anew, more = fit()
+    assert more == builds + (4 if mapping else 2)
+    assert taken.choice == anew.choice and taken.net == anew.net
+    assert taken.scores == anew.scores  # the same nets, bit for bit
+    np.testing.assert_array_equal(np.asarray(taken.model(S.x_pu[:50])),
+                                  np.asarray(anew.model(S.x_pu[:50])))
