@@ -264,7 +264,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     for key, builder in builders.items():
         with _naming(key):
             net, again = check_net(builder, ahead)
-            built[key] = {ahead[0]: net, ahead[1]: again}
+            built[key] = dict(zip(ahead, (net, again)))
             check_inputs(net, pu)
             check_ids(net, pu, ex)
             hints[key] = scale_hint(net, pu)

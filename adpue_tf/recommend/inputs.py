@@ -8,7 +8,8 @@ that do not look like draws from one population (:func:`shift_hint`).
 
 Example:
     >>> import keras
-    >>> net, again = check_net(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
+    >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> net, again = check_net(build, seeds=(0, 1))
     >>> net.output_shape
     (None, 1)
 """
@@ -29,7 +30,7 @@ __all__ = ["check_builders", "check_fresh", "check_ids", "check_inputs", "check_
            "check_same_features", "scale_hint", "shift_hint"]
 
 
-def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int] | None = None
+def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
               ) -> tuple[keras.Model, keras.Model]:
     """Two calls of ``build_net``: a Keras model with defined inputs, one logit out, fresh each call.
 
@@ -37,7 +38,7 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int] | Non
         build_net: the function checked.
         seeds: the seeds (:func:`adpue_tf._internal.seeding.seed_net`) each
             call builds under, so that the nets are those two of fit_pue's
-            nets would be; None: the caller's.
+            nets would be.
 
     Returns:
         The two nets (neither trained, nor called but on a few rows).
@@ -45,8 +46,7 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int] | Non
     if not callable(build_net) or isinstance(build_net, keras.Model):
         raise TypeError("`build_net` must be a function that returns a fresh Keras model "
                         f"(features -> one logit), got {type(build_net).__name__}.")
-    if seeds is not None:
-        seed_net(seeds[0])
+    seed_net(seeds[0])
     net = build_net()
     if not isinstance(net, keras.Model):
         raise TypeError(f"`build_net()` must return a keras.Model, got {type(net).__name__}.")
@@ -61,8 +61,7 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int] | Non
     if activation in ("sigmoid", "softmax"):
         raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
                          f"{activation}; drop the activation (fit_pue applies the sigmoid).")
-    if seeds is not None:
-        seed_net(seeds[1])
+    seed_net(seeds[1])
     again = build_net()
     check_fresh(net, again)
     return net, again
