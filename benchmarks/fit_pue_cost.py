@@ -12,6 +12,7 @@ Usage::
     python -m benchmarks.fit_pue_cost --pu 200000 --e 100000 --epochs 5
     python -m benchmarks.fit_pue_cost --pu 60000 --e 30000 --epochs 2 --net wide
     python -m benchmarks.fit_pue_cost --mixed mixed_bfloat16 --batch-size 4096   # a GPU
+    python -m benchmarks.fit_pue_cost --candidates bce_w,ratio,likelihood --no-refit
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 import adpue_tf as adp
 from adpue_tf.recommend.train import pu_batches, steps_per_epoch
-from adpue_tf.synthetic.ad_log import AdLogSimulator
+from adpue_tf.synthetic.ad_log import AdLogConfig, AdLogSimulator
 
 KEYS = ("user_id", "item_id", "campaign_id", "context")
 
@@ -72,7 +73,7 @@ def timed(fn):
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pu", type=int, default=200_000)
     ap.add_argument("--e", type=int, default=100_000)
@@ -85,29 +86,42 @@ def main() -> None:
     ap.add_argument("--net", choices=sorted(NETS), default="small",
                     help="the net of both fits: small (embeddings 8, MLP 64-64-32) or wide "
                          "(embeddings 32, MLP 256-256-128)")
+    ap.add_argument("--policy", default="logistic", help="AdLogConfig.policy (logistic, cloglog)")
+    ap.add_argument("--base-rate", type=float, default=None, help="AdLogConfig.base_rate")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="s: PU, E and test rows drawn with seeds 10s+1, 10s+2, 10s+3; "
+                         "the nets seeded with s")
+    ap.add_argument("--candidates", default=None, metavar="NAMES",
+                    help="comma-separated fit_pue candidates (default: fit_pue's own)")
+    ap.add_argument("--no-refit", dest="refit", action="store_false",
+                    help="fit_pue(refit=False): the choice's models of the training part")
     ap.add_argument("--out", default="")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    candidates = None if a.candidates is None else tuple(a.candidates.split(","))
     if a.mixed:
         keras.mixed_precision.set_dtype_policy(a.mixed)
-    sim = AdLogSimulator(seed=0)
-    pu, ex, test = sim.sample(a.pu, seed=1), sim.sample(a.e, seed=2), sim.sample(50_000, seed=3)
+    sim = AdLogSimulator(AdLogConfig(policy=a.policy, base_rate=a.base_rate), seed=0)
+    s = 10 * a.seed
+    pu, ex = sim.sample(a.pu, seed=s + 1), sim.sample(a.e, seed=s + 2)
+    test = sim.sample(50_000, seed=s + 3)
     x_pu = {k: pu.features[k] for k in KEYS}
     x_e = {k: ex.features[k] for k in KEYS}
 
     def bce() -> keras.Model:
-        keras.utils.set_random_seed(0)
+        keras.utils.set_random_seed(a.seed)
         net = build_net(sim, a.net)
         steps = steps_per_epoch(a.pu, a.batch_size, a.epochs, 500)
         net.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=steps,
                     loss=keras.losses.BinaryCrossentropy(from_logits=True),
                     jit_compile=a.jit)
-        net.fit(pu_batches(x_pu, pu.w.astype(np.float32), batch_size=a.batch_size, seed=0),
+        net.fit(pu_batches(x_pu, pu.w.astype(np.float32), batch_size=a.batch_size, seed=a.seed),
                 epochs=a.epochs, steps_per_epoch=steps, verbose=0)
         return net
 
     def pue():
         return adp.fit_pue(lambda: build_net(sim, a.net), x_pu, pu.w, x_e, ex.e, epochs=a.epochs,
-                           batch_size=a.batch_size, verbose=0, jit_compile=a.jit)
+                           batch_size=a.batch_size, verbose=0, jit_compile=a.jit, seed=a.seed,
+                           candidates=candidates, refit=a.refit)
 
     load = [os.getloadavg()[0]]
     net, cpu1, wall1 = timed(bce)
@@ -118,18 +132,28 @@ def main() -> None:
     load.append(os.getloadavg()[0])
     x_t = {k: test.features[k] for k in KEYS}
 
-    def mae(model: keras.Model) -> float:
+    def prob(model: keras.Model) -> np.ndarray:
         z = np.asarray(model.predict(x_t, batch_size=8192, verbose=0), np.float64).ravel()
-        return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - test.p_y)))
+        return 1 / (1 + np.exp(-z))
 
-    res = {"pu": a.pu, "e": a.e, "epochs": a.epochs, "batch_size": a.batch_size, "net": a.net,
+    def mae(model: keras.Model) -> float:
+        return float(np.mean(np.abs(prob(model) - test.p_y)))
+
+    def kl(model: keras.Model) -> float:  # mean KL(p || p̂) of the Bernoulli, nats
+        p, q = np.clip(test.p_y, 1e-7, 1 - 1e-7), np.clip(prob(model), 1e-7, 1 - 1e-7)
+        return float(np.mean(p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))))
+
+    res = {"pu": a.pu, "e": a.e, "policy": a.policy, "base_rate": a.base_rate, "seed": a.seed,
+           "epochs": a.epochs, "batch_size": a.batch_size, "net": a.net,
            "dtype_policy": a.mixed or "float32", "jit_compile": a.jit, "gpu": gpu_names(),
            "bce_cpu_s": [cpu1, cpu2], "bce_wall_s": [wall1, wall2],
            "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
            "cpu_ratio": cpu_f / np.mean([cpu1, cpu2]),
            "wall_ratio": wall_f / np.mean([wall1, wall2]),
            "fit_pue_seconds": fit.seconds, "choice": fit.choice, "folds": fit.folds,
+           "candidates": list(candidates or adp.recommend.DEFAULT_CANDIDATES), "refit": a.refit,
            "epochs_kept": fit.epochs, "mae_to_p": {"bce_w_fit": mae(net), "fit_pue": mae(fit.model)},
+           "kl_to_p": {"bce_w_fit": kl(net), "fit_pue": kl(fit.model)},
            "load_1min": load, "cores": os.cpu_count(),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                     capture_output=True, text=True).stdout.strip()}
@@ -138,6 +162,7 @@ def main() -> None:
     if a.out:
         with open(a.out, "w") as f:
             f.write(text + "\n")
+    return res
 
 
 if __name__ == "__main__":
