@@ -786,6 +786,40 @@ def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log):
             pass
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_reading_every_row_of_read_tfrecords_takes_its_parsed_batches(ad_log, shuffle):
+    """fit_pue's reader (``as_rows``) reads read_tfrecords' own batches: the same rows in
+    the same order as rebatching the rows, which any other Dataset still gets."""
+    from adpue_tf.data.rows import as_rows
+    from adpue_tf.data.tfrecord import parsed_batches
+
+    pattern, n, w = ad_log["pu"]
+    kw = dict(labels="w", rows=n, shuffle_files=shuffle, seed=3, parse_batch=64)
+    rows = data.read_tfrecords(pattern, _spec_without("e"), **kw)
+    assert parsed_batches(rows) is not None and parsed_batches(rows.take(5)) is None
+    assert parsed_batches(tf.data.Dataset.range(3)) is None and parsed_batches([1]) is None
+    fast = as_rows("x_pu", rows, "w", None)
+    again = data.read_tfrecords(pattern, _spec_without("e"), **kw)
+    slow = as_rows("x_pu", again.map(lambda x, y: (x, y)), "w", None)  # a new Dataset: rebatched
+    assert len(fast) == len(slow) == n
+    for key in ("id", "ctx", "device"):
+        np.testing.assert_array_equal(fast.x[key], slow.x[key])
+    np.testing.assert_array_equal(fast.y, slow.y)
+    ids = fast.x["id"].astype(int)
+    np.testing.assert_array_equal(fast.y, w[ids])
+    assert (ids[:4].tolist() != [0, 750, 1500, 2250]) == shuffle  # the files' order
+
+
+def test_reading_read_tfrecords_with_a_wrong_row_count_is_refused_by_name(ad_log):
+    from adpue_tf.data.rows import as_rows
+
+    pattern, n, _ = ad_log["pu"]
+    wrong = data.read_tfrecords(pattern, _spec_without("e"), labels="w", rows=n + 1)
+    with pytest.raises(ValueError, match=f"`x_pu`: read_tfrecords was given rows={n + 1}, "
+                                         f"but its files hold {n} rows"):
+        as_rows("x_pu", wrong, "w", None)
+
+
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"files": "/nonexistent/part-*.tfrecord"}, FileNotFoundError,
      r"`files`: no file matches '/nonexistent/part-\*.tfrecord'"),

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf.data._streams import _leaf_array, _map_leaves
+from adpue_tf.data.tfrecord import parsed_batches
 from adpue_tf.labels import check_binary
 
 __all__ = ["Rows", "as_rows", "layout", "split_indices"]
@@ -84,11 +85,16 @@ def _read_dataset(name: str, label_name: str, ds: tf.data.Dataset) -> tuple[Any,
     if tf.data.experimental.INFINITE_CARDINALITY == int(ds.cardinality()):
         raise ValueError(f"`{name}` is an infinite Dataset; fit_pue reads every row once: "
                          "drop the `.repeat()`.")
-    parts: list[tuple[Any, Any]] = list(ds.batch(_READ_BATCH).as_numpy_iterator())
+    parsed = parsed_batches(ds)  # read_tfrecords' rows: its parsed batches, not rebatched
+    batches = ds.batch(_READ_BATCH) if parsed is None else parsed[0]
+    parts: list[tuple[Any, Any]] = list(batches.as_numpy_iterator())
     if not parts:
         raise ValueError(f"`{name}` is an empty Dataset; it needs at least one row.")
     x = tf.nest.map_structure(lambda *leaves: np.concatenate(leaves), *[p[0] for p in parts])
     y = np.concatenate([np.reshape(p[1], (len(p[1]), -1)) for p in parts])
+    if parsed is not None and parsed[1] is not None and len(y) != parsed[1]:
+        raise ValueError(f"`{name}`: read_tfrecords was given rows={parsed[1]}, but its "
+                         f"files hold {len(y)} rows.")
     if y.shape[1] != 1:
         raise ValueError(f"`{name}`: each row's {label_name} must be one value, got "
                          f"{y.shape[1]}.")

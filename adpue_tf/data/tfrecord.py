@@ -6,6 +6,7 @@ import mmap
 import os
 import re
 import struct
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,11 @@ def _tfrecord_files(files: Any) -> list[str]:
 #: Uncompressed local files get their record lengths followed up front, up to this many
 #: bytes in all (about a second per million records); the rest get their first header checked.
 _WALK_BYTES = 256 << 20
+#: Each Dataset :func:`read_tfrecords` returned -> (its rows as the parsed batches it
+#: unbatches, its ``rows``): what reads every row at once reads these, ~3x faster
+#: than batching the rows again (:func:`parsed_batches`). Only that very object: any
+#: transformation of it makes a new Dataset, not here.
+_PARSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CRC_TABLE = []
 for _n in range(256):
     _c = _n
@@ -187,6 +193,9 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
 
     Returns:
         A Dataset of rows ``(features_dict, label, ...)``, or ``features_dict``.
+        What reads every row of this very Dataset at once (``fit_pue`` and the
+        validation entry points) reads its parsed batches instead: the same
+        rows in the same order, about 3x faster than batching the rows again.
 
     Raises:
         FileNotFoundError: a pattern matches no file.
@@ -263,8 +272,28 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         lambda f: tf.data.TFRecordDataset(f, compression_type=compression_type),
         cycle_length=min(len(paths), 16), num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic)
-    ds = ds.batch(parse_batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                                   deterministic=deterministic).unbatch()
+    batches = ds.batch(parse_batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                                        deterministic=deterministic)
+    ds = batches.unbatch()
     if rows is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(rows))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    _PARSED[ds] = (batches.prefetch(tf.data.AUTOTUNE), rows)
+    return ds
+
+
+def parsed_batches(ds: Any) -> tuple[tf.data.Dataset, int | None] | None:
+    """The rows of a Dataset :func:`read_tfrecords` returned, as the batches it parsed.
+
+    The same rows in the same order, ``parse_batch`` at a time (without the
+    ``rows`` check: the second item is ``rows``, for the reader to check), or
+    None for any other Dataset (a transformed one too).
+
+    Example:
+        >>> parsed_batches(tf.data.Dataset.range(3)) is None
+        True
+    """
+    try:
+        return _PARSED.get(ds)
+    except TypeError:  # not weak-referable or not hashable: not ours
+        return None
