@@ -262,6 +262,12 @@ def tfrecord_probes() -> list[Probe]:
     for what, value, _ in bad_ints("rows", 1):
         probes.append(Probe(f"read_tfrecords: {what}", lambda t, v=value: _read(
             _write(t / "a.tfrecord"), rows=v), "`rows`"))
+    for part, rows in (("x_pu", (7, 6)), ("x_e", (6, 5))):  # the files hold 6 rows each
+        probes.append(Probe(
+            f"fit_pue: {part} read with a wrong rows=", lambda t, r=rows: _adp().fit_pue(
+                lambda: _dense(dim=2), _read(_write(t / "pu.tfrecord"), rows=r[0]), None,
+                _read(_write(t / "e.tfrecord"), rows=r[1]), None, verbose=0),
+            f"`{part}`: read_tfrecords was given rows=[57], but its files hold 6 rows"))
     return probes
 
 
