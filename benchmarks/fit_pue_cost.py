@@ -29,7 +29,7 @@ import keras
 import numpy as np
 
 import adpue_tf as adp
-from adpue_tf._internal.numeric import sigmoid
+from adpue_tf.experiments.helpers import sigmoid
 from adpue_tf.recommend.train import pu_batches, steps_per_epoch
 from adpue_tf.synthetic.ad_log import AdLogConfig, AdLogSimulator
 from benchmarks.ads_scale_methods import scores
