@@ -32,6 +32,13 @@ def _id_net() -> Any:
     return k.Model({"id": ids, "num": num}, k.layers.Dense(1)(h))
 
 
+def _with_text(x: np.ndarray) -> np.ndarray:
+    """``x`` with its last column text, as ``np.asarray`` makes a table of mixed columns."""
+    out = x.astype(object)
+    out[:, -1] = "Oslo"
+    return out
+
+
 def _fit(build: Any = None, **change: Any) -> Any:
     s = _data()
     args = dict(x_pu=s.x_pu, w=s.w_pu, x_e=s.x_e, e=s.e_e)
@@ -95,6 +102,8 @@ def fit_pue_probes() -> list[Probe]:
             x_pu=np.zeros((120, 3)), x_e=np.zeros((120, 3))), r"rows of shape \(3,\)"),
         Probe("fit_pue: x_e of another width", lambda t: _fit(x_e=np.zeros((120, 3))),
               "same features"),
+        Probe("fit_pue: a text column among numbers", lambda t: _fit(x_pu=_with_text(s.x_pu)),
+              r"`x_pu` mixes strings with float values.*a dict of features"),
         Probe("fit_pue: x_pu NaN", lambda t: _fit(x_pu=np.where(
             np.arange(240).reshape(120, 2) == 7, np.nan, s.x_pu)), "`x_pu`.*NaN"),
         Probe("fit_pue: x_e inf", lambda t: _fit(x_e=np.where(

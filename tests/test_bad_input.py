@@ -51,6 +51,18 @@ def _file(name, content):
     return write
 
 
+class _Table:
+    """A table as pandas hands one over (``columns``, ``dtypes``, ``__array__``), without pandas."""
+
+    def __init__(self, **columns):
+        self._columns = {k: _np.asarray(v) for k, v in columns.items()}
+        self.columns = list(self._columns)
+        self.dtypes = [v.dtype for v in self._columns.values()]
+
+    def __array__(self, dtype=None, copy=None):
+        return _np.array(list(zip(*self._columns.values())), dtype=object)
+
+
 def _fashion(tmp, n_images=5, n_labels=3):
     for split in ("train", "t10k"):
         for stem, arr in (("images-idx3", _np.zeros((n_images, 28, 28), _np.uint8)),
@@ -97,6 +109,17 @@ DATA_CASES = [
     ("pue dict leaf tf.SparseTensor", lambda t: _adpc.data.pue_dataset(
         {"ctx": _XA}, _WA, {"ctx": __import__("tensorflow").sparse.from_dense(_XB)}, _EB),
      (TypeError, r'`x_e\["ctx"\]` is a sparse matrix \(tf\.SparseTensor\)')),
+    ("pue strings mixed with floats in x_pu", lambda t: _adpc.data.pue_dataset(
+        _np.array([[0.5, "a"]] * 12, dtype=object), _WA, _XB, _EB),
+     (TypeError, r"`x_pu` mixes strings with float values: one array of features holds one "
+                 r"kind\. Encode the text as numbers, or pass a dict of features")),
+    ("pue a table with a text column as x_e", lambda t: _adpc.data.pue_dataset(
+        _XA, _WA, _Table(age=_XB[:, 0], city=["Oslo"] * 8, n=_np.arange(8)), _EB),
+     (TypeError, r"`x_e` mixes strings with float(64)? values \(the non-numeric columns: "
+                 r"\['city'\]\)")),
+    ("pue objects that are not numbers nor strings", lambda t: _adpc.data.pue_dataset(
+        _np.array([[None]] * 12), _WA, _XB, _EB),
+     (TypeError, r"`x_pu` must be numeric, got dtype object\.")),
     # pack_labels
     ("pack_labels SciPy sparse w", lambda t: _adpc.pack_labels(
         _adpc.Source.PU, w=__import__("scipy.sparse").sparse.csr_array(_WA[:, None])),

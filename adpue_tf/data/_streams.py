@@ -75,6 +75,35 @@ def _map_leaves(fn: Callable[[str, Any], Any], name: str, x: Any) -> Any:
     return fn(name, x)
 
 
+def _object_message(path: str, value: Any, arr: np.ndarray, odd: Any) -> str:
+    """Why an object array of features is refused: no strings, or strings mixed with numbers."""
+    if not any(isinstance(v, (str, bytes)) for v in arr.flat):
+        return (f"`{path}` must hold numbers or strings, got dtype object with "
+                f"{type(odd).__name__} values.")
+    # a table (e.g. a pandas DataFrame, duck-typed) whose columns are of several kinds
+    kinds = getattr(value, "dtypes", None)
+    columns = getattr(value, "columns", None)
+    texts = [] if kinds is None or columns is None else [
+        str(c) for c, t in zip(columns, kinds) if getattr(t, "kind", "O") not in "biuf"]
+    where = f" (the non-numeric columns: {texts})" if texts else ""
+    return (f"`{path}` mixes strings with {type(odd).__name__} values{where}: one array of "
+            "features holds one kind. Encode the text as numbers, or pass a dict of "
+            "features, one entry per column (`{c: df[c].to_numpy() for c in df}` for a "
+            "DataFrame), with a net that takes a dict of inputs of those names.")
+
+
+def _refuse_mixed_text(name: str, x: Any) -> None:
+    """TypeError (:func:`_object_message`) for one array of features mixing text and numbers."""
+    check_dense(name, x)
+    if isinstance(x, (list, tuple, tf.Tensor)):
+        return  # NumPy makes a list of strings and numbers all strings: "not numeric" later
+    arr = np.asarray(x)  # free for an array; a table's own conversion
+    if arr.dtype.kind == "O":
+        odd = next((v for v in arr.flat if not isinstance(v, (str, bytes))), None)
+        if odd is not None and any(isinstance(v, (str, bytes)) for v in arr.flat):
+            raise TypeError(_object_message(name, x, arr, odd))
+
+
 def _leaf_array(path: str, value: Any) -> np.ndarray:
     """One leaf of structured features as an array: float32, int64, bool or str/bytes."""
     check_dense(path, value)
@@ -87,8 +116,7 @@ def _leaf_array(path: str, value: Any) -> np.ndarray:
     if arr is not None and arr.dtype.kind in "USO":
         odd = [v for v in arr.flat if not isinstance(v, (str, bytes))][:1]
         if arr.dtype.kind == "O" and odd:
-            raise TypeError(f"`{path}` must hold numbers or strings, got dtype object "
-                            f"with {type(odd[0]).__name__} values.")
+            raise TypeError(_object_message(path, value, arr, odd[0]))
         if arr.dtype.kind == "O":
             arr = arr.astype(bytes if all(isinstance(v, bytes) for v in arr.flat) else str)
     else:
@@ -187,6 +215,7 @@ def stream_features(name: str, x: Any) -> tuple[Any, int]:
                              + ", ".join(f"`{p}` has {n}" for p, n in sizes) + ".")
         n_rows = sizes[0][1]
     else:
+        _refuse_mixed_text(name, x)
         x = check_finite(name, x)
         if x.size and np.issubdtype(x.dtype, np.floating):
             big = float(np.max(np.abs(x)))
