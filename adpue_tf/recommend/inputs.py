@@ -118,7 +118,9 @@ def check_inputs(net: keras.Model, pu: Rows) -> None:
     if isinstance(structure, dict):
         if not isinstance(rows, dict):
             raise ValueError(f"`build_net()`'s model takes a dict of features "
-                             f"{sorted(structure)}, but `x_pu` is one array of rows {rows}.")
+                             f"{sorted(structure)}, but `x_pu` is one array of rows {rows}; "
+                             "pass a dict of arrays with those keys (a pandas DataFrame's "
+                             "columns: `dict(df)`).")
         missing = sorted(set(structure) - set(rows))
         if missing:
             raise ValueError(f"`x_pu` and `x_e` lack the feature(s) {missing} that "

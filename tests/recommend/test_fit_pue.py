@@ -200,7 +200,11 @@ BAD = [
      "shape \\(2,\\)"),
     (dict(build_net=lambda: _dict_net(), x_pu={"a": np.zeros((500, 1))},
           x_e={"a": np.zeros((500, 1))}), ValueError, "lack the feature\\(s\\) \\['b'\\]"),
-    (dict(build_net=lambda: _dict_net()), ValueError, "takes a dict of features \\['a', 'b'\\]"),
+    (dict(build_net=lambda: _dict_net()), ValueError, "takes a dict of features \\['a', 'b'\\], "
+     "but `x_pu` is one array of rows \\(2,\\); pass a dict of arrays with those keys "
+     "\\(a pandas DataFrame's columns: `dict\\(df\\)`\\)"),
+    (dict(x_pu=np.array([[0.5, "Oslo"]] * 500, dtype=object)), TypeError,
+     "`x_pu` mixes strings with float values: one array of features holds one kind"),
     (dict(build_net=lambda: _dict_net(), x_pu={"a": np.zeros((500, 1)), "b": np.zeros((500, 4))},
           x_e={"a": np.zeros((500, 1)), "b": np.zeros((500, 4))}), ValueError,
      "feature 'b' of `x_pu`: rows of shape \\(4,\\)"),
