@@ -75,9 +75,10 @@ def _map_leaves(fn: Callable[[str, Any], Any], name: str, x: Any) -> Any:
     return fn(name, x)
 
 
-def _object_message(path: str, value: Any, arr: np.ndarray, odd: Any) -> str:
-    """Why an object array of features is refused: no strings, or strings mixed with numbers."""
-    if not any(isinstance(v, (str, bytes)) for v in arr.flat):
+def _object_message(path: str, value: Any, odd: Any, text: bool) -> str:
+    """Why an object array of features is refused: ``odd`` its first value not a string,
+    ``text`` whether it holds strings too (then it mixes them with numbers)."""
+    if not text:
         return (f"`{path}` must hold numbers or strings, got dtype object with "
                 f"{type(odd).__name__} values.")
     # a table (e.g. a pandas DataFrame, duck-typed) whose columns are of several kinds
@@ -92,16 +93,20 @@ def _object_message(path: str, value: Any, arr: np.ndarray, odd: Any) -> str:
             "DataFrame), with a net that takes a dict of inputs of those names.")
 
 
-def _refuse_mixed_text(name: str, x: Any) -> None:
-    """TypeError (:func:`_object_message`) for one array of features mixing text and numbers."""
-    check_dense(name, x)
+def _refuse_mixed_text(name: str, x: Any) -> Any:
+    """``x``, as an array unless a list, tuple or Tensor; TypeError if it mixes text and numbers.
+
+    A list of strings and numbers NumPy makes all strings ("not numeric" later).
+    """
+    check_dense(name, x)  # before np.asarray: a sparse matrix would become a 0-d object
     if isinstance(x, (list, tuple, tf.Tensor)):
-        return  # NumPy makes a list of strings and numbers all strings: "not numeric" later
-    arr = np.asarray(x)  # free for an array; a table's own conversion
+        return x
+    arr = np.asarray(x)  # free for an array; a table's own conversion, done once
     if arr.dtype.kind == "O":
-        odd = next((v for v in arr.flat if not isinstance(v, (str, bytes))), None)
-        if odd is not None and any(isinstance(v, (str, bytes)) for v in arr.flat):
-            raise TypeError(_object_message(name, x, arr, odd))
+        others = [v for v in arr.flat if not isinstance(v, (str, bytes))]
+        if others and len(others) < arr.size:
+            raise TypeError(_object_message(name, x, others[0], text=True))
+    return arr
 
 
 def _leaf_array(path: str, value: Any) -> np.ndarray:
@@ -114,9 +119,10 @@ def _leaf_array(path: str, value: Any) -> np.ndarray:
     except ValueError:
         arr = None
     if arr is not None and arr.dtype.kind in "USO":
-        odd = [v for v in arr.flat if not isinstance(v, (str, bytes))][:1]
-        if arr.dtype.kind == "O" and odd:
-            raise TypeError(_object_message(path, value, arr, odd[0]))
+        others = [v for v in arr.flat if not isinstance(v, (str, bytes))]
+        if arr.dtype.kind == "O" and others:
+            raise TypeError(_object_message(path, value, others[0],
+                                            text=len(others) < arr.size))
         if arr.dtype.kind == "O":
             arr = arr.astype(bytes if all(isinstance(v, bytes) for v in arr.flat) else str)
     else:
@@ -215,8 +221,7 @@ def stream_features(name: str, x: Any) -> tuple[Any, int]:
                              + ", ".join(f"`{p}` has {n}" for p, n in sizes) + ".")
         n_rows = sizes[0][1]
     else:
-        _refuse_mixed_text(name, x)
-        x = check_finite(name, x)
+        x = check_finite(name, _refuse_mixed_text(name, x))
         if x.size and np.issubdtype(x.dtype, np.floating):
             big = float(np.max(np.abs(x)))
             if big > _FLOAT32_MAX:
