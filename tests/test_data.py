@@ -839,3 +839,48 @@ def test_read_tfrecords_bad_input(ad_log, kwargs, error, words):
     args = {"files": ad_log["pu"][0], "features": _spec_without("e"), "labels": "w", **kwargs}
     with pytest.raises(error, match=words):
         data.read_tfrecords(args.pop("files"), args.pop("features"), **args)
+
+
+# --- read_tfrecords: a path that exists is read as named, glob characters and all ---------
+
+def _ids_file(path, ids):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in ids:
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i]))})
+            ).SerializeToString())
+    return str(path)
+
+
+def _ids_read(files):
+    spec = {"id": tf.io.FixedLenFeature([], tf.int64)}
+    return [int(x["id"]) for x in data.read_tfrecords(files, spec)]
+
+
+def test_read_tfrecords_reads_an_existing_path_literally_and_globs_otherwise(tmp_path):
+    _ids_file(tmp_path / "day1.tfrecord", [1])
+    named = _ids_file(tmp_path / "day[1].tfrecord", [2])
+    assert _ids_read(named) == [2]  # the file named, not day1.tfrecord
+    assert _ids_read(str(tmp_path / "day?.tfrecord")) == [1]  # no such file: a glob
+    folder = tmp_path / "log[v2]" / "pu*"  # glob characters in the folders
+    folder.mkdir(parents=True)
+    _ids_file(folder / "part-0.tfrecord", [3])
+    _ids_file(folder / "part-1.tfrecord", [4])
+    assert _ids_read(str(folder / "part-0.tfrecord")) == [3]
+    assert _ids_read(str(folder / "part-*.tfrecord")) == [3, 4]  # the folders read as named
+    with pytest.raises(FileNotFoundError, match=r"no file matches .*part-9\*"):
+        _ids_read(str(folder / "part-9*.tfrecord"))
+
+
+def test_a_log_written_in_a_folder_with_glob_characters_reads_back(tmp_path):
+    from adpue_tf.synthetic import AdLogConfig, read_ad_log_meta, write_ad_log
+
+    out = tmp_path / "log[v2]"
+    write_ad_log(out, rows=20, shards=2, eval_rows=4,
+                 config=AdLogConfig(n_users=5, n_items=3, n_campaigns=2))
+    meta = read_ad_log_meta(out)
+    spec = {"user_id": tf.io.FixedLenFeature([], tf.int64),
+            "w": tf.io.FixedLenFeature([], tf.int64)}
+    for files in (meta["files"]["pu"], str(out / "pu" / "part-*.tfrecord")):
+        rows = data.read_tfrecords(files, spec, labels="w", rows=meta["counts"]["pu"])
+        assert sum(1 for _ in rows) == meta["counts"]["pu"]

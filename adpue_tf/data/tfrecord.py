@@ -26,11 +26,39 @@ def _tfrecord_files(files: Any) -> list[str]:
     for pattern in patterns:
         if not isinstance(pattern, (str, os.PathLike)):
             raise TypeError(f"`files` must hold paths or glob patterns, got {pattern!r}.")
-        hits = sorted(tf.io.gfile.glob(os.fspath(pattern)))
+        hits = _matches(os.fspath(pattern))
         if not hits:
             raise FileNotFoundError(f"`files`: no file matches {os.fspath(pattern)!r}.")
         found += [h for h in hits if h not in found]
     return found
+
+
+def _matches(pattern: str) -> list[str]:
+    """The files ``pattern`` names: itself if it exists, else its glob matches, sorted.
+
+    ``*``, ``?`` and ``[`` are glob characters only where no such path exists:
+    ``"day[1].tfrecord"`` is that file when it exists (not ``day1.tfrecord``),
+    and the leading folders that exist are read as named, so
+    ``"log[v2]/part-*"`` globs the files of the folder ``log[v2]``.
+    """
+    if tf.io.gfile.exists(pattern):
+        return [pattern]
+    if not _GLOB_CHARS.search(pattern):
+        return []
+    head, tail = pattern.rstrip("/"), ""
+    while head and not tf.io.gfile.exists(head):
+        parent, name = os.path.split(head)
+        if parent == head or not name:  # a root or URL prefix that does not exist
+            break
+        head, tail = parent, os.path.join(name, tail) if tail else name
+    if not head or not tf.io.gfile.exists(head):
+        return sorted(tf.io.gfile.glob(pattern))
+    literal = _GLOB_CHARS.sub(r"[\g<0>]", head)  # "[" -> "[[]": a character, not a class
+    return sorted(tf.io.gfile.glob(os.path.join(literal, tail)))
+
+
+#: What makes a path a glob pattern (``tf.io.gfile.glob``'s wildcards).
+_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 #: Uncompressed local files get their record lengths followed up front, up to this many
@@ -171,6 +199,10 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
     Args:
         files: a path or glob pattern (``"log/pu/part-*.tfrecord"``), or a
             sequence of them; matches are sorted, so the order is reproducible.
+            A path that exists is read as named, glob characters (``*?[``)
+            and all: ``"day[1].tfrecord"`` is that file when it exists, and
+            ``"log[v2]/part-*"`` globs the files of the folder ``log[v2]``; a
+            glob is a glob only where no such file or folder exists.
         features: ``tf.io.FixedLenFeature`` per key, including the label keys:
             the feature spec of ``tf.io.parse_example``.
         labels: the key (PU: ``"w"``, E: ``"e"``) or keys (SSE: ``("w", "e")``)
