@@ -370,7 +370,7 @@ def read_ad_log_meta(log_dir: str | os.PathLike) -> dict[str, Any]:
         raise FileNotFoundError(f"No ad log at {str(log_dir)!r}: {path} does not exist "
                                 "(write one with `adpue-tf simulate-logs`).")
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8-sig"))  # a mark from an editor: dropped
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path} is not valid JSON ({err}); write the log again with "
                          "`adpue-tf simulate-logs`.") from None

@@ -243,6 +243,34 @@ def test_read_libsvm_gzip_and_exact_values(tmp_path):
     np.testing.assert_array_equal(labels, [-1, 1])
 
 
+TEXT = "-1 2:0.25 3:-3.5e2 # commentaire: é\r\n\r\n+1\r\n"
+
+
+@pytest.mark.parametrize("encoding", ["ascii-crlf", "utf-8", "utf-8-sig", "utf-16", "utf-16-le",
+                                      "utf-16-be", "utf-32"])
+def test_read_libsvm_takes_any_unicode_text_with_its_byte_order_mark(tmp_path, encoding):
+    from adpue_tf.experiments.bench import load_file
+
+    text = TEXT.replace("é", "e") if encoding == "ascii-crlf" else TEXT
+    raw = text.encode(encoding.removesuffix("-crlf"))
+    if encoding in ("utf-16-le", "utf-16-be"):  # what Windows writes: the mark, then the text
+        raw = "\ufeff".encode(encoding) + raw
+    path = tmp_path / "f.svm"
+    path.write_bytes(raw)
+    x, labels = D.read_libsvm(path, 3)
+    np.testing.assert_array_equal(x, np.float32([[0, 0.25, -350], [0, 0, 0]]))
+    np.testing.assert_array_equal(labels, [-1, 1])
+    assert load_file(path).x.shape == (2, 3)  # `bench linear --file`: its indices read too
+
+
+def test_read_libsvm_refuses_bytes_that_are_not_utf8_naming_the_encoding(tmp_path):
+    path = tmp_path / "f.svm"
+    path.write_bytes("+1 1:0.5 # é\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"f.svm, line 1: not a text file \(byte 0xe9 is not "
+                                         r"UTF-8\); save it as UTF-8"):
+        D.read_libsvm(path, 3)
+
+
 # ------------------------------------------------------------------ data_dir
 
 

@@ -192,6 +192,13 @@ def test_meta_errors(tmp_path):
         read_ad_log_meta(tmp_path)
 
 
+def test_meta_saved_with_a_byte_order_mark_reads(tmp_path):
+    """A meta.json saved again by an editor that writes UTF-8 with a byte-order mark."""
+    meta = write_ad_log(tmp_path / "log", rows=10, shards=1, eval_rows=2)
+    (tmp_path / "log" / "meta.json").write_text(json.dumps(meta), encoding="utf-8-sig")
+    assert read_ad_log_meta(tmp_path / "log")["counts"] == meta["counts"]
+
+
 def test_cli_simulate_logs(tmp_path, capsys):
     out = tmp_path / "cli"
     assert cli.main(["simulate-logs", "--rows", "60", "--shards", "2", "--out", str(out),

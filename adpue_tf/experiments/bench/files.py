@@ -16,22 +16,22 @@ from pathlib import Path
 import numpy as np
 
 from adpue_tf.experiments import datasets
-from adpue_tf.experiments.datasets.common import read_bytes
+from adpue_tf.experiments.datasets.common import read_text
 
 __all__ = ["load_file"]
 
 
 def _max_index(path: Path) -> tuple[int, int, int]:
     """``(largest feature index, its line number, rows)`` of a LIBSVM file (index 0: none)."""
-    raw = read_bytes(path)  # decompresses .gz/.bz2 as read_libsvm does
+    text = read_text(path)  # decompressed and decoded as read_libsvm reads it
     best, where = 0, 0
-    for m in re.finditer(rb"[ \t](\d+):", raw):
-        digits = m.group(1).lstrip(b"0") or b"0"
+    for m in re.finditer(r"[ \t]([0-9]+):", text):
+        digits = m.group(1).lstrip("0") or "0"
         index = int(digits) if len(digits) <= 18 else 10**18  # no 4300-digit int, no overflow
         if index > best:
             best, where = index, m.start()
-    rows = len(re.findall(rb"^[ \t]*[^#\s]", raw, flags=re.M))
-    return best, raw[:where].count(b"\n") + 1, rows
+    rows = len(re.findall(r"^[ \t]*[^#\s]", text, flags=re.M))
+    return best, text[:where].count("\n") + 1, rows
 
 
 def _memory_budget() -> int:

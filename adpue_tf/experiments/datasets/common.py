@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import codecs
 import dataclasses
 import gzip
 import zlib
@@ -11,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LABEL_MAPS", "NAMES", "Dataset", "LabelMap", "binarize", "paper_rows", "read_bytes"]
+__all__ = ["LABEL_MAPS", "NAMES", "Dataset", "LabelMap", "binarize", "paper_rows", "read_bytes",
+           "read_text"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,3 +149,42 @@ def read_bytes(path: Path) -> bytes:
         return gzip.decompress(raw) if kind == "gzip" else bz2.decompress(raw)
     except (OSError, EOFError, ValueError, zlib.error) as err:
         raise ValueError(f"{path}: corrupt {kind} file ({err}); download it again.") from None
+
+
+#: Byte-order marks and their codecs; UTF-32's first, as its little-endian mark starts with UTF-16's.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def read_text(path: Path) -> str:
+    """The file's text (decompressed as :func:`read_bytes` does): UTF-8, or what its mark says.
+
+    A byte-order mark names the encoding (UTF-8, UTF-16 or UTF-32, as Windows
+    editors write them) and is dropped; without one the file is UTF-8 (ASCII
+    included). Line ends ``\\n`` and ``\\r\\n`` both read as ``\\n``.
+
+    Raises:
+        ValueError: a corrupt compressed file, or bytes that are not text in
+            that encoding, naming ``path``, the line and the byte.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = p.write_bytes(b"\\xef\\xbb\\xbf1 1:0.5\\r\\n")
+        >>> read_text(p)
+        '1 1:0.5\\n'
+    """
+    raw = read_bytes(path)
+    encoding = next((name for bom, name in _BOMS if raw.startswith(bom)), "utf-8")
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as err:
+        if encoding in ("utf-8", "utf-8-sig"):
+            line_no = raw[: err.start].count(b"\n") + 1
+            raise ValueError(f"{path}, line {line_no}: not a text file (byte "
+                             f"{raw[err.start]:#04x} is not UTF-8); save it as UTF-8.") from None
+        raise ValueError(f"{path}: not a text file (it starts with a {encoding.upper()} "
+                         f"byte-order mark, but byte {err.start} is not {encoding.upper()}); "
+                         "save it as UTF-8.") from None
+    return text.replace("\r\n", "\n")

@@ -17,6 +17,7 @@ from adpue_tf.experiments.datasets.common import (
     _check_name,
     binarize,
     read_bytes,
+    read_text,
 )
 
 __all__ = ["CACHE_SUBDIR", "ENV_VAR", "LIBSVM_FILES_URL", "LIBSVM_URL", "data_dir", "libsvm_path",
@@ -179,13 +180,7 @@ def read_libsvm(path: str | os.PathLike, n_features: int) -> tuple[np.ndarray, n
         ValueError: ...f, line 2: the file ends in the middle of this line ('+1 1:0.')...
     """
     path = Path(path)
-    raw = read_bytes(path)
-    try:
-        text = raw.decode("ascii")
-    except UnicodeDecodeError as err:
-        line_no = raw[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}, line {line_no}: not a text file (byte "
-                         f"{raw[err.start]:#04x}).") from None
+    text = read_text(path)
     lines = text.split("\n")
     if text and not text.endswith("\n"):
         raise ValueError(f"{path}, line {len(lines)}: the file ends in the middle of this line "
