@@ -281,7 +281,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             mode = int(self._mode.numpy())
         if mode == DIRECT:
             return ops.stop_gradient(ops.reshape(prob(y_pred, "`y_pred`"), (-1, 1)))
-        x, rows = _rows.select(self.loss, x, y, self.snapshot, jit=bool(self.jit_compile))
+        x, rows = _rows.select(self.loss.dagger_sources(), x, y, self.snapshot,
+                               jit=bool(self.jit_compile))
 
         def initial() -> Any:
             guess = self.initial_model(x, training=False)

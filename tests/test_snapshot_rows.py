@@ -1,7 +1,7 @@
 """The snapshot of DebiasedModel runs on the rows that read f† only; loss and gradients unchanged.
 
 The reference is the full-batch path (the snapshot on every row), which the
-model takes when :func:`adpue_tf.risks._rows.dagger_sources` returns None; each test
+model takes when the loss's ``dagger_sources()`` is None; each test
 compares the two on the same weights and batches: eagerly, in a
 ``tf.function``, under XLA, with an initial-guess model or constant, with a
 feature dict, for each loss that reads ``f†``, through ``fit`` and under
@@ -48,9 +48,9 @@ def gather_small_batches(monkeypatch):
 def full_batch(monkeypatch):
     """``full_batch(True)``: the full-batch path (the snapshot on every row) until ``(False)``."""
     state = {"full": False}
-    rows_of = _rows.dagger_sources
-    monkeypatch.setattr(_rows, "dagger_sources",
-                        lambda loss: None if state["full"] else rows_of(loss))
+    select = _rows.select
+    monkeypatch.setattr(_rows, "select", lambda sources, *a, **k:
+                        select(None if state["full"] else sources, *a, **k))
 
     def use(flag: bool):
         state["full"] = flag
@@ -134,16 +134,22 @@ LOSSES = [
 
 
 def test_dagger_sources_of_each_loss():
-    assert _rows.dagger_sources(adp.ADPUELoss()) == (Source.E,)
-    assert _rows.dagger_sources(adp.ADFPULoss(prior=0.3)) == (Source.E,)
-    assert _rows.dagger_sources(adp.ADSSLoss()) == (Source.SSE,)
-    assert _rows.dagger_sources(adp.AD3SELoss()) == (Source.SSE,)
+    assert adp.ADPUELoss(from_logits=True).dagger_sources() == (Source.E,)
+    assert adp.ADFPULoss(prior=0.3).dagger_sources() == (Source.E,)
+    assert adp.ADSSLoss().dagger_sources() == (Source.SSE,)
+    assert adp.AD3SELoss().dagger_sources() == (Source.SSE,)
+    assert adp.ADSLoss().dagger_sources() is None and adp.UPULoss(prior=0.3).dagger_sources() is None
 
     class Custom(adp.ADPUELoss):
         def terms(self, y_true, y_pred, sample_weight=None):
             return super().terms(y_true, y_pred, sample_weight)
 
-    assert _rows.dagger_sources(Custom()) is None  # reads f† its own way: every row
+    assert Custom().dagger_sources() is None  # reads f† its own way: every row
+
+    class OwnRisk(adp.ADPUELoss):
+        risk_fn = staticmethod(adp.risks.adpe)
+
+    assert OwnRisk.dagger_sources() is None  # a risk_fn that declares nothing: every row
 
 
 def test_gather_rule(monkeypatch):
@@ -357,11 +363,11 @@ _MIRRORED = textwrap.dedent("""
     from adpue_tf import synthetic
     from adpue_tf.risks import _rows
     s = synthetic.synthetic_pue(800, 800, dim=4, seed=1)
-    full = _rows.dagger_sources
+    select = _rows.select
     _rows.MIN_WORK = 0  # gather on these small batches too
 
     def train(gather):
-        _rows.dagger_sources = full if gather else (lambda loss: None)
+        _rows.select = select if gather else (lambda sources, *a, **k: select(None, *a, **k))
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
         with strategy.scope():
             keras.utils.set_random_seed(0)

@@ -89,6 +89,11 @@ class DebiasedLoss(keras.losses.Loss):
     needs: ClassVar[tuple[tuple[Source, ...], ...]] = ()
     #: Sources whose rows a batch may hold and the risk leaves out.
     ignores: ClassVar[tuple[Source, ...]] = ()
+    #: The sources whose ``E = 0`` rows are the only rows on which :attr:`risk_fn`
+    #: reads ``f†`` (through ``f†·(1 - E)``); None: not known, every row. It
+    #: lets :class:`~adpue_tf.DebiasedModel` run its snapshot on those rows alone
+    #: (:meth:`dagger_sources`).
+    dagger_read_on: ClassVar[tuple[Source, ...] | None] = None
 
     def __init__(self, *, from_logits: bool = False, reduction: str = REDUCTION,
                  name: str | None = None, **options: Any) -> None:
@@ -114,6 +119,25 @@ class DebiasedLoss(keras.losses.Loss):
         params = inspect.signature(cls.__init__).parameters.values()
         return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY
                      and p.name not in ("reduction", "name"))
+
+    @classmethod
+    def dagger_sources(cls) -> tuple[Source, ...] | None:
+        """The sources whose ``E = 0`` rows read ``f†``; None: every row may read it.
+
+        :attr:`dagger_read_on` where it was declared with the :attr:`risk_fn` in
+        use; None for a class that overrides :meth:`terms` or gives a
+        ``risk_fn`` of its own without declaring where it reads ``f†``.
+
+        Example:
+            >>> import adpue_tf as adp
+            >>> adp.ADPUELoss.dagger_sources()
+            (<Source.E: 1>,)
+        """
+        if cls.terms is not DebiasedLoss.terms:
+            return None
+        owner = next((k for k in cls.__mro__ if "risk_fn" in vars(k)), None)
+        declared = next(k for k in cls.__mro__ if "dagger_read_on" in vars(k))
+        return cls.dagger_read_on if owner is declared else None
 
     def terms(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> risks.RiskTerms:
         """The risk of a batch and its parts.

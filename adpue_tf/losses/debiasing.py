@@ -39,6 +39,7 @@ class ADPUELoss(DebiasedLoss):
     risk_fn = staticmethod(risks.adpue)
     reads = (Source.PU, Source.E)
     needs = ((Source.PU,), (Source.E,))
+    dagger_read_on = (Source.E,)
 
     def __init__(self, *, from_logits: bool = False, non_negative: bool = True,
                  beta: float = 0.0, gamma: float | None = None,
@@ -71,6 +72,7 @@ class ADPELoss(DebiasedLoss):
     risk_fn = staticmethod(risks.adpe)
     reads = (Source.P, Source.E)
     needs = ((Source.P,), (Source.E,))
+    dagger_read_on = (Source.E,)
 
     def __init__(self, *, prior: float, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,
@@ -103,6 +105,7 @@ class ADFPULoss(DebiasedLoss):
     risk_fn = staticmethod(risks.adfpu)
     reads = (Source.P, Source.U, Source.E)
     needs = ((Source.P,), (Source.E,))
+    dagger_read_on = (Source.E,)
 
     def __init__(self, *, prior: float, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,
@@ -163,6 +166,7 @@ class ADSSLoss(DebiasedLoss):
     risk_fn = staticmethod(risks.adss)
     reads = (Source.SSE,)
     needs = ((Source.SSE,),)
+    dagger_read_on = (Source.SSE,)
 
     def __init__(self, *, from_logits: bool = False, dagger_gradient: bool = False,
                  reduction: str = REDUCTION, name: str = "adss_loss") -> None:
@@ -189,6 +193,7 @@ class DoubleADSSLoss(DebiasedLoss):
     risk_fn = staticmethod(risks.double_adss)
     reads = (Source.SSE,)
     needs = ((Source.SSE,),)
+    dagger_read_on = (Source.SSE,)
 
     def __init__(self, *, alpha: float = 0.5, from_logits: bool = False,
                  dagger_gradient: bool = False, reduction: str = REDUCTION,
@@ -218,6 +223,7 @@ class AD3SELoss(DebiasedLoss):
     risk_fn = staticmethod(risks.ad3se)
     reads = (Source.SSE, Source.PU)
     needs = ((Source.SSE,),)
+    dagger_read_on = (Source.SSE,)
 
     def __init__(self, *, alpha: float = 0.5, from_logits: bool = False,
                  non_negative: bool = True, beta: float = 0.0,

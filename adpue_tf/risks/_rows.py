@@ -14,8 +14,9 @@ their indices, :func:`gather_rows` takes them from every tensor of the
 features (a tensor, a list or a dict), and :func:`scatter_rows` puts ``f†``
 back into a batch-long column that holds 0 on the rows nobody reads (0 lies in
 ``[0, 1]``, so the label checks pass, and ``0 · ℓ`` is the ``0`` the full
-batch gave). A risk not listed in :data:`DAGGER_SOURCES` (a user's own
-``risk_fn``), or a loss that overrides ``terms``, keeps the full batch.
+batch gave). Which sources those are is declared by each loss class
+(:meth:`adpue_tf.losses.DebiasedLoss.dagger_sources`); a loss that does not
+declare them (a user's own ``risk_fn``, an overridden ``terms``) keeps the full batch.
 
 When to gather was chosen by measurement: see :func:`worth_gathering` and
 ``benchmarks/results/throughput_rows.md``.
@@ -27,46 +28,14 @@ from typing import Any
 
 import tensorflow as tf
 
-from adpue_tf import labels, risks
+from adpue_tf import labels
 from adpue_tf.labels import Source
-from adpue_tf.losses import DebiasedLoss
 
-__all__ = ["DAGGER_SOURCES", "MIN_WORK", "dagger_sources", "dagger_rows", "gather_rows",
-           "scatter_rows", "can_gather", "select", "worth_gathering"]
+__all__ = ["MIN_WORK", "dagger_rows", "gather_rows", "scatter_rows", "can_gather", "select",
+           "worth_gathering"]
 
 #: Rows × weights of the snapshot from which gathering the selected rows pays (see worth_gathering).
 MIN_WORK = 2_000_000
-
-#: The risk functions that read ``f†``, and the source whose ``E = 0`` rows read it.
-DAGGER_SOURCES: dict[Any, tuple[Source, ...]] = {
-    risks.adpue: (Source.E,),
-    risks.adpe: (Source.E,),
-    risks.adfpu: (Source.E,),
-    risks.adss: (Source.SSE,),
-    risks.double_adss: (Source.SSE,),
-    risks.ad3se: (Source.SSE,),
-}
-
-
-def dagger_sources(loss: Any) -> tuple[Source, ...] | None:
-    """The sources whose ``E = 0`` rows read ``f†`` under ``loss``; None: every row.
-
-    Args:
-        loss: a :class:`~adpue_tf.losses.DebiasedLoss`.
-
-    Returns:
-        A tuple of sources, or None when the loss's reading of ``f†`` is not
-        known row by row (a risk function not listed, an overridden ``terms``).
-
-    Example:
-        >>> import adpue_tf as adp
-        >>> dagger_sources(adp.ADPUELoss())
-        (<Source.E: 1>,)
-    """
-    cls = type(loss)
-    if getattr(cls, "terms", None) is not DebiasedLoss.terms:
-        return None
-    return DAGGER_SOURCES.get(getattr(cls, "risk_fn", None))
 
 
 def dagger_rows(y: Any, sources: tuple[Source, ...]) -> Any:
@@ -74,7 +43,7 @@ def dagger_rows(y: Any, sources: tuple[Source, ...]) -> Any:
 
     Args:
         y: packed labels ``(batch, 3|4)``, float32.
-        sources: from :func:`dagger_sources`.
+        sources: from :meth:`~adpue_tf.losses.DebiasedLoss.dagger_sources`.
     """
     src, e = y[:, labels.SOURCE], y[:, labels.E]
     keep = tf.zeros_like(e, dtype=tf.bool)
@@ -130,17 +99,18 @@ def worth_gathering(rows: int | None, model: Any, jit: bool) -> bool:
     return rows * weights >= MIN_WORK
 
 
-def select(loss: Any, x: Any, y: Any, model: Any, *, jit: bool = False) -> tuple[Any, Any]:
+def select(sources: tuple[Source, ...] | None, x: Any, y: Any, model: Any, *,
+           jit: bool = False) -> tuple[Any, Any]:
     """``(x restricted to the rows that read f†, their indices)``, or ``(x, None)``: every row.
 
     Args:
-        loss: the compiled :class:`~adpue_tf.losses.DebiasedLoss`.
+        sources: the sources whose ``E = 0`` rows read ``f†`` (the compiled loss's
+            :meth:`~adpue_tf.losses.DebiasedLoss.dagger_sources`); None: every row.
         x: the batch's features.
         y: its packed labels ``(batch, 3)``, float32.
         model: the model that will run on the rows (the snapshot), for its size.
         jit: whether the step is compiled with XLA.
     """
-    sources = dagger_sources(loss)
     if sources is None or not can_gather(x) or not worth_gathering(y.shape[0], model, jit):
         return x, None
     rows = dagger_rows(y, sources)
