@@ -102,6 +102,22 @@ def test_pue_validation_data_with_dicts_matches_arrays(s):
     assert ref is not None  # the default reference is fitted inside, on the same rows
 
 
+def test_pue_validation_data_keeps_a_feature_named_like_an_internal_key(s):
+    """No feature name is taken: ``__yardstick__`` is the user's, kept as under another name."""
+    def feats(x, name):
+        return {"x": x.astype(np.float32), name: np.arange(len(x), dtype=np.float32)[:, None]}
+
+    out = {}
+    for name in ("__yardstick__", "other"):
+        ds = validation.pue_validation_data(feats(s.x_pu, name), s.w_pu, feats(s.x_e, name),
+                                            s.e_e, batch_size=200)
+        x, y = next(iter(ds))
+        assert sorted(x) == sorted(["x", name])
+        out[name] = (x["x"].numpy(), x[name].numpy(), y.numpy())
+    for mine, other in zip(out["__yardstick__"], out["other"]):
+        np.testing.assert_allclose(mine, other, rtol=1e-5)
+
+
 @pytest.mark.parametrize("call", [
     lambda s, b: exposure.fit_exposure_model(b(s.x_e, s.e_e), None),
     lambda s, b: exposure.fit_ratio_model(b(s.x_pu, s.w_pu), None, s.x_e, s.e_e),

@@ -39,14 +39,15 @@ def _split(shape: tuple[int, ...]) -> Callable[[Any, Any], tuple[Any, Any]]:
     return split
 
 
-#: The key that carries the yardstick column through a dict of features.
-_COLUMN = "__yardstick__"
+def _split_pair(xc: Any, y: Any) -> tuple[Any, Any]:
+    """``((features, column), y)`` -> ``(features, [y, column])``.
 
-
-def _split_dict(x: Any, y: Any) -> tuple[Any, Any]:
-    x = dict(x)
-    column = tf.reshape(tf.cast(x.pop(_COLUMN), tf.float32), (-1, 1))
-    return x, tf.concat([y, column], axis=1)
+    A dict of features travels with its yardstick column as the pair
+    ``(features, column)``, never as a key of the user's dict: every feature
+    name stays the user's (``"__yardstick__"`` too).
+    """
+    x, column = xc
+    return x, tf.concat([y, tf.reshape(tf.cast(column, tf.float32), (-1, 1))], axis=1)
 
 
 def _fitted_theta(exposure_model: Any, x_e: np.ndarray, e: np.ndarray) -> Yardstick:
@@ -100,10 +101,10 @@ def pue_validation_data(x_pu: Any, w: Any, x_e: Any, e: Any, *,
     col_pu = _probabilities("exposure_model", theta, x_pu, batch_size)
     col_e = _probabilities("reference", reference, x_e, batch_size)
     if isinstance(x_pu, dict):
-        ds = data_lib.pue_dataset({**x_pu, _COLUMN: col_pu.astype("float32")}, w,
-                                  {**x_e, _COLUMN: col_e.astype("float32")}, e,
+        ds = data_lib.pue_dataset((x_pu, col_pu.astype("float32")), w,
+                                  (x_e, col_e.astype("float32")), e,
                                   batch_size=batch_size, shuffle=False)
-        return ds.map(_split_dict)
+        return ds.map(_split_pair)
     ds = data_lib.pue_dataset(_augmented(x_pu, col_pu), w, _augmented(x_e, col_e), e,
                               batch_size=batch_size, shuffle=False)
     return ds.map(_split(x_pu.shape[1:]))
