@@ -1,4 +1,4 @@
-"""Small helpers of the experiments wing: a NumPy sigmoid and an int check.
+"""Small helpers of the experiments wing: a NumPy sigmoid, an int check, a settings check.
 
 The wing uses only public names of the core, so it keeps its own copies of
 these two (the core's are private). Nothing here is needed by a user of the
@@ -13,11 +13,12 @@ Example:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check_int", "sigmoid"]
+__all__ = ["check_int", "check_settings", "sigmoid"]
 
 
 def sigmoid(z: Any) -> np.ndarray:
@@ -61,3 +62,39 @@ def check_int(name: str, value: Any, minimum: int, why: str = "") -> int:
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}{why}, got {value}.")
     return int(value)
+
+
+def check_settings(name: str, values: Any, what: str) -> tuple:
+    """``values`` as a tuple: a non-empty list of settings, each given once.
+
+    Each item is a setting a benchmark runs (a split ratio, a data set): an
+    empty list would run nothing and report empty tables, and a repeat would
+    be computed twice with one copy dropped, so both are refused.
+
+    Args:
+        name: the argument's name, for the error.
+        values: a tuple, list or array (not a string).
+        what: what one item is, e.g. ``"split ratio"``.
+
+    Raises:
+        TypeError: ``values`` is a string, a dict or not iterable.
+        ValueError: it is empty or repeats an item (named).
+
+    Example:
+        >>> check_settings("alphas", [0.3, 0.5], "split ratio")
+        (0.3, 0.5)
+        >>> check_settings("alphas", (0.3, 0.30), "split ratio")
+        Traceback (most recent call last):
+        ...
+        ValueError: `alphas` repeats 0.3 (0.3, 0.3): each split ratio is run once, so give it once.
+    """
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise TypeError(f"`{name}` must be a tuple of {what}s, got {values!r}.")
+    items = tuple(values)
+    if not items:
+        raise ValueError(f"`{name}` is empty; give at least one {what}.")
+    repeated = [v for i, v in enumerate(items) if v in items[:i]]
+    if repeated:
+        raise ValueError(f"`{name}` repeats {repeated[0]!r} ({', '.join(map(str, items))}): "
+                         f"each {what} is run once, so give it once.")
+    return items

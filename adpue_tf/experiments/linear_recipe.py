@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from adpue_tf import risks
-from adpue_tf.experiments.helpers import sigmoid
+from adpue_tf.experiments.helpers import check_settings, sigmoid
 from adpue_tf.experiments.linear_fit import LinearFit, _check_tol, fit_linear_models
 from adpue_tf.labels import Source, check_finite
 from adpue_tf.validation import exposure_nll
@@ -89,6 +89,7 @@ class RecipeConfig:
         if not self.l2s or not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
                                    for v in self.l2s):
             raise ValueError(f"`l2s` must be a non-empty tuple of numbers >= 0, got {self.l2s!r}.")
+        check_settings("l2s", self.l2s, "L2 strength")
         for name, low in (("max_rounds", 0), ("folds", 2), ("steps", 1), ("max_floats", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:

@@ -15,6 +15,7 @@ import math
 import numbers
 
 from adpue_tf.experiments import linear_recipe, simulate
+from adpue_tf.experiments.helpers import check_settings
 
 __all__ = ["LinearBenchConfig", "recipe_config"]
 
@@ -121,6 +122,9 @@ class LinearBenchConfig:
         for a in self.alphas:
             if not 0.0 < float(a) < 1.0:
                 raise ValueError(f"`alphas` must lie in (0, 1), got {a!r}.")
+        check_settings("alphas", self.alphas, "split ratio")
+        if self.exposure_rates is not None:
+            check_settings("exposure_rates", self.exposure_rates, "exposure rate")
         recipe_config(self)  # checks the ADPUE column's grid before any work
         if self.exposure_mechanism not in simulate.MECHANISMS:
             raise ValueError(f"`exposure_mechanism` must be one of {list(simulate.MECHANISMS)}, "
@@ -155,6 +159,7 @@ class LinearBenchConfig:
             if isinstance(names, str) or not names or unknown:
                 raise ValueError(f"`recommended_candidates` must be a non-empty list of "
                                  f"fit_pue candidates {list(CANDIDATES)}; got {names!r}.")
+            check_settings("recommended_candidates", names, "candidate")
 
 
 

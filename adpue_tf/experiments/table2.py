@@ -27,6 +27,7 @@ import adpue_tf as adp
 from adpue_tf import data, losses, validation
 from adpue_tf.callbacks import BestRound, RefreshDagger
 from adpue_tf.experiments import simulate
+from adpue_tf.experiments.helpers import check_settings
 from adpue_tf.losses import is_divergence
 from adpue_tf.model import DebiasedModel
 
@@ -85,6 +86,7 @@ class NeuralBenchConfig:
         for r in self.ratios:
             if not 0.0 < float(r) < 1.0:
                 raise ValueError(f"`ratios` must lie in (0, 1), got {r!r}.")
+        check_settings("ratios", self.ratios, "separate ratio")
         if not 0.0 < float(self.val_fraction) <= 0.5:
             raise ValueError(f"`val_fraction` must lie in (0, 0.5], got {self.val_fraction!r}.")
         for name in ("refresh_every", "theta_epochs", "n_test"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -238,3 +239,54 @@ def test_results_files_get_the_usual_permissions(tmp_path):
     assert (tmp_path / "linear.md").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "linear.md").read_text() == "x"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linear.md"]
+
+
+# -- every list-valued option: checked before anything runs ---------------------
+
+@pytest.mark.parametrize("table, option, given, words", [
+    ("linear", "--alphas", "0.3,0.3", "`alphas` repeats 0.3"),
+    ("linear", "--alphas", "0.3,0.30", "`alphas` repeats 0.3"),
+    ("linear", "--alphas", "", "`alphas` is empty"),
+    ("linear", "--alphas", "0.3,1", "`alphas` must lie in (0, 1), got 1.0"),
+    ("linear", "--exposure-rate", "0.5,0.5", "`exposure_rates` repeats 0.5"),
+    ("linear", "--exposure-rate", "", "`--exposure-rate` is empty"),
+    ("linear", "--exposure-rate", "0.5,0", "`exposure_rate` must be a number in (0, 1), got 0.0"),
+    ("linear", "--l2s", "0.1,0.1", "`l2s` repeats 0.1"),
+    ("linear", "--l2s", "", "`l2s` must be a non-empty tuple"),
+    ("linear", "--l2s", "0.1,-1", "`l2s` must be a non-empty tuple of numbers >= 0"),
+    ("linear", "--recommended-l2", "0.1,0.1", "`recommended_l2` must be a finite number >= 0 or "
+                                              "a non-empty tuple of distinct ones"),
+    ("linear", "--recommended-l2", "", "`recommended_l2` must be a finite number >= 0 or a "
+                                       "non-empty tuple"),
+    ("linear", "--recommended-candidates", "blend,blend", "`recommended_candidates` repeats "
+                                                          "'blend'"),
+    ("linear", "--datasets", "australian,australian", "`datasets` repeats 'australian'"),
+    ("neural", "--datasets", "mnist,mnist", "`datasets` repeats 'mnist'"),
+    ("neural", "--ratios", "0.5,0.5", "`ratios` repeats 0.5"),
+    ("neural", "--ratios", "", "`ratios` is empty"),
+    ("neural", "--ratios", "0.5,1", "`ratios` must lie in (0, 1), got 1.0"),
+])
+def test_every_list_option_is_checked_before_anything_runs(tmp_path, monkeypatch, capsys, table,
+                                                           option, given, words):
+    """No setting runs twice (a repeat would be computed and one copy dropped), none is empty."""
+    _no_compute(monkeypatch)
+    out = tmp_path / "o"
+    assert cli.main(["bench", table, option, given, "--trials", "2", "--out", str(out),
+                     "--quiet"]) == 2
+    assert f"adpue-tf: error: {words}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: table1.LinearBenchConfig(trials=2, alphas=()), "`alphas` is empty"),
+    (lambda: table1.LinearBenchConfig(trials=2, alphas=(0.5, 0.5)), "`alphas` repeats 0.5"),
+    (lambda: table1.LinearBenchConfig(trials=2, exposure_rates=(0.5, 0.5)),
+     "`exposure_rates` repeats 0.5"),
+    (lambda: table1.LinearBenchConfig(trials=2, exposure_rates=()), "`exposure_rates` is empty"),
+    (lambda: table1.LinearBenchConfig(trials=2, recipe_l2s=(0.1, 0.1)), "`l2s` repeats 0.1"),
+    (lambda: table2.NeuralBenchConfig(trials=2, ratios=()), "`ratios` is empty"),
+    (lambda: table2.NeuralBenchConfig(trials=2, ratios=[0.5, 0.5]), "`ratios` repeats 0.5"),
+])
+def test_bench_configs_refuse_empty_or_repeated_settings(make, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        make()

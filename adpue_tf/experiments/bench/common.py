@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from adpue_tf.experiments import datasets
+from adpue_tf.experiments.helpers import check_settings
 from adpue_tf.experiments.report import (
     local_paths_hidden,
     provenance,
@@ -30,6 +31,7 @@ def _check_names(names: tuple[str, ...], known: tuple[str, ...]) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"Unknown data set(s) {unknown}; known: {list(known)}.")
+    check_settings("datasets", names, "data set")
 
 
 def prepare_out(out_dir: str | Path) -> Path:
