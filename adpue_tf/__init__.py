@@ -17,93 +17,50 @@ import importlib.util as _importlib_util
 import sys as _sys
 import typing as _typing
 
-if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
-    from adpue_tf import data, labels, losses, metrics, risks, synthetic
-    from adpue_tf.callbacks import BestRound, RefreshDagger
-    from adpue_tf.distributed import MultiWorkerModel
-    from adpue_tf.labels import Source, pack_labels
-    from adpue_tf.losses import (
-        AD3SELoss,
-        ADFPULoss,
-        ADPELoss,
-        ADPUELoss,
-        ADSLoss,
-        ADSSLoss,
-        DebiasedLoss,
-        DoubleADSSLoss,
-        ExposedPULoss,
-        ExposureBrierLoss,
-        ExposureLikelihoodLoss,
-        IPSLoss,
-        LogitLoss,
-        NNPULoss,
-        PNULoss,
-        UPULoss,
+# What type checkers and IDEs see; at run time the names load lazily (below), and
+# __all__ is built from the tables there, which the linter does not read: hence the noqa.
+if _typing.TYPE_CHECKING:
+    from adpue_tf import (  # noqa: F401
+        callbacks,
+        data,
+        distributed,
+        exposure,
+        labels,
+        losses,
+        metrics,
+        model,
+        recommend,
+        risks,
+        serving,
+        synthetic,
+        validation,
     )
-    from adpue_tf.model import DebiasedModel
-    from adpue_tf.recommend import PUEFit, fit_pue
-    from adpue_tf.risks import RiskTerms
-    from adpue_tf.serving import export_for_serving, serving_path
-    from adpue_tf.validation import validation_score
+    from adpue_tf.callbacks import BestRound, RefreshDagger  # noqa: F401
+    from adpue_tf.distributed import MultiWorkerModel  # noqa: F401
+    from adpue_tf.labels import Source, pack_labels  # noqa: F401
+    from adpue_tf.losses.base import DebiasedLoss  # noqa: F401
+    from adpue_tf.losses.baselines import *  # noqa: F403  (each module's __all__: its classes)
+    from adpue_tf.losses.debiasing import *  # noqa: F403
+    from adpue_tf.losses.exposure import *  # noqa: F403
+    from adpue_tf.model import DebiasedModel  # noqa: F401
+    from adpue_tf.recommend import PUEFit, fit_pue  # noqa: F401
+    from adpue_tf.risks import RiskTerms  # noqa: F401
+    from adpue_tf.serving import export_for_serving, serving_path  # noqa: F401
+    from adpue_tf.validation import validation_score  # noqa: F401
+
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AD3SELoss",
-    "ADFPULoss",
-    "ADPELoss",
-    "ADPUELoss",
-    "ADSLoss",
-    "ADSSLoss",
-    "BestRound",
-    "DebiasedLoss",
-    "DebiasedModel",
-    "DoubleADSSLoss",
-    "ExposedPULoss",
-    "ExposureBrierLoss",
-    "ExposureLikelihoodLoss",
-    "IPSLoss",
-    "LogitLoss",
-    "MultiWorkerModel",
-    "NNPULoss",
-    "PUEFit",
-    "PNULoss",
-    "RefreshDagger",
-    "RiskTerms",
-    "Source",
-    "UPULoss",
-    "data",
-    "export_for_serving",
-    "fit_pue",
-    "serving_path",
-    "validation_score",
-    "labels",
-    "losses",
-    "metrics",
-    "pack_labels",
-    "risks",
-    "synthetic",
-    "exposure",
-    "recommend",
-    "validation",
-    "__version__",
-]
-
-
-# -- lazy loading (PEP 562) ----------------------------------------------------
-# `import adpue_tf` does not import TensorFlow: the public names and submodules
-# load on first use, so `adpue-tf --help` is instant and the CLI can silence
-# TensorFlow's start-up logs before they are written. Keras objects of the
-# package (losses, models, metrics, ...) are registered for `.keras` files as
-# soon as any public name is used, when Keras is imported after adpue_tf, or at
-# once when Keras was imported before.
+#: The loss classes, as :mod:`adpue_tf.losses` defines them (named here so that
+#: ``import adpue_tf`` does not import TensorFlow; tests/test_architecture.py
+#: checks that the two agree).
+_LOSSES = ("ADPUELoss", "ADPELoss", "ADFPULoss", "ADSLoss", "ADSSLoss", "DoubleADSSLoss",
+           "AD3SELoss", "LogitLoss", "UPULoss", "NNPULoss", "PNULoss", "IPSLoss",
+           "ExposureLikelihoodLoss", "ExposureBrierLoss", "ExposedPULoss")
 
 #: public name -> the submodule that defines it
 _NAMES: dict[str, str] = {
-    **dict.fromkeys(("AD3SELoss", "ADFPULoss", "ADPELoss", "ADPUELoss", "ADSLoss", "ADSSLoss",
-                     "DebiasedLoss", "DoubleADSSLoss", "ExposedPULoss", "ExposureBrierLoss",
-                     "ExposureLikelihoodLoss", "IPSLoss", "LogitLoss", "NNPULoss",
-                     "PNULoss", "UPULoss"), "losses"),
+    **dict.fromkeys(("DebiasedLoss", *_LOSSES), "losses"),
     "fit_pue": "recommend",
     "PUEFit": "recommend",
     "DebiasedModel": "model",
@@ -117,11 +74,27 @@ _NAMES: dict[str, str] = {
     "serving_path": "serving",
     "validation_score": "validation",
 }
-_SUBMODULES = ("data", "exposure", "labels", "losses", "metrics", "recommend", "risks",
-               "synthetic", "validation")
+#: the public submodules, each reachable as ``adpue_tf.<name>``
+_SUBMODULES = ("callbacks", "data", "distributed", "exposure", "labels", "losses", "metrics",
+               "model", "recommend", "risks", "serving", "synthetic", "validation")
+#: reachable as ``adpue_tf.<name>`` too, but left out of ``__all__`` (a star import or a
+#: loop over ``__all__`` would import them): the tuning extra (KerasTuner), the
+#: experiments wing and the command line
+_ON_REQUEST = ("tuning", "experiments", "cli")
 #: the submodules that register Keras objects (tests/test_cli.py keeps this complete)
 _KERAS_OBJECTS = ("callbacks", "distributed", "exposure", "losses", "metrics", "model",
                   "recommend")
+
+__all__ = [*_NAMES, *_SUBMODULES, "__version__"]
+
+
+# -- lazy loading (PEP 562) ----------------------------------------------------
+# `import adpue_tf` does not import TensorFlow: the public names and submodules
+# load on first use, so `adpue-tf --help` is instant and the CLI can silence
+# TensorFlow's start-up logs before they are written. Keras objects of the
+# package (losses, models, metrics, ...) are registered for `.keras` files as
+# soon as any public name is used, when Keras is imported after adpue_tf, or at
+# once when Keras was imported before.
 
 
 def _importing() -> bool:
@@ -144,7 +117,7 @@ def _register() -> None:
 def __getattr__(name: str) -> _typing.Any:
     if name in _NAMES:
         value = getattr(_importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
-    elif name in _SUBMODULES:
+    elif name in _SUBMODULES or name in _ON_REQUEST:
         value = _importlib.import_module(f"{__name__}.{name}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -154,7 +127,7 @@ def __getattr__(name: str) -> _typing.Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_ON_REQUEST))
 
 
 class _RegisterAfterKeras(_importlib_abc.MetaPathFinder):

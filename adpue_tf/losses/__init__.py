@@ -23,41 +23,13 @@ Example:
 """
 
 from adpue_tf._internal.guards import DivergedError, is_divergence
+from adpue_tf.losses import baselines, debiasing, exposure
 from adpue_tf.losses.base import REDUCTION, DebiasedLoss
-from adpue_tf.losses.baselines import IPSLoss, LogitLoss, NNPULoss, PNULoss, UPULoss
-from adpue_tf.losses.debiasing import (
-    AD3SELoss,
-    ADFPULoss,
-    ADPELoss,
-    ADPUELoss,
-    ADSLoss,
-    ADSSLoss,
-    DoubleADSSLoss,
-)
-from adpue_tf.losses.exposure import ExposedPULoss, ExposureBrierLoss, ExposureLikelihoodLoss
+from adpue_tf.losses.baselines import *  # noqa: F403  (each module's __all__: its classes)
+from adpue_tf.losses.debiasing import *  # noqa: F403
+from adpue_tf.losses.exposure import *  # noqa: F403
 from adpue_tf.losses.registry import LOSSES, get, get_class
 
-__all__ = [
-    "LOSSES",
-    "REDUCTION",
-    "get",
-    "get_class",
-    "DebiasedLoss",
-    "DivergedError",
-    "is_divergence",
-    "ADPUELoss",
-    "ADPELoss",
-    "ADFPULoss",
-    "ADSLoss",
-    "ADSSLoss",
-    "DoubleADSSLoss",
-    "AD3SELoss",
-    "LogitLoss",
-    "UPULoss",
-    "NNPULoss",
-    "PNULoss",
-    "IPSLoss",
-    "ExposureLikelihoodLoss",
-    "ExposureBrierLoss",
-    "ExposedPULoss",
-]
+__all__ = ["LOSSES", "REDUCTION", "get", "get_class", "DebiasedLoss", "DivergedError",
+           "is_divergence"]
+__all__ += debiasing.__all__ + baselines.__all__ + exposure.__all__

@@ -9,29 +9,19 @@ from typing import Any, cast
 
 import keras
 
+from adpue_tf.losses import baselines, debiasing, exposure
 from adpue_tf.losses.base import DebiasedLoss
-from adpue_tf.losses.baselines import IPSLoss, LogitLoss, NNPULoss, PNULoss, UPULoss
-from adpue_tf.losses.debiasing import (
-    AD3SELoss,
-    ADFPULoss,
-    ADPELoss,
-    ADPUELoss,
-    ADSLoss,
-    ADSSLoss,
-    DoubleADSSLoss,
-)
-from adpue_tf.losses.exposure import ExposedPULoss, ExposureBrierLoss, ExposureLikelihoodLoss
 
 __all__ = ["LOSSES", "get", "get_class"]
 
 
 #: Every loss by its key, the name of its risk function in :mod:`adpue_tf.risks`
-#: (``"adpue"`` -> :class:`ADPUELoss`, whose ``risk_fn`` is ``risks.adpue``).
+#: (``"adpue"`` -> :class:`ADPUELoss`, whose ``risk_fn`` is ``risks.adpue``): the
+#: classes each module of :mod:`adpue_tf.losses` declares in its ``__all__``.
 LOSSES: Mapping[str, type[DebiasedLoss]] = MappingProxyType({
     cls.risk_fn.__name__: cls
-    for cls in (ADPUELoss, ADPELoss, ADFPULoss, ADSLoss, ADSSLoss, DoubleADSSLoss,
-                AD3SELoss, LogitLoss, UPULoss, NNPULoss, PNULoss, IPSLoss, ExposureLikelihoodLoss,
-              ExposureBrierLoss, ExposedPULoss)
+    for cls in (getattr(module, name) for module in (debiasing, baselines, exposure)
+                for name in module.__all__)
 })
 
 

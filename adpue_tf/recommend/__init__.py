@@ -9,9 +9,12 @@ Example:
     ('bce_w', 'likelihood_theta')
 """
 
-from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature
+# Not in __all__: the rule's and the composites' internals (BLEND_PARTS, PREFERRED,
+# ProbabilityMean, RatioLogit), importable here for their present callers; import them
+# from their modules (names, compose).
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature  # noqa: F401
 from adpue_tf.recommend.fit import NET_TOLERANCE, fit_pue
-from adpue_tf.recommend.names import (
+from adpue_tf.recommend.names import (  # noqa: F401
     BLEND_PARTS,
     CANDIDATES,
     DEFAULT_CANDIDATES,
@@ -22,6 +25,5 @@ from adpue_tf.recommend.names import (
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES",
-           "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PREFERRED", "PUEFit", "ProbabilityMean",
-           "RatioLogit", "ThetaFeature", "choose", "fit_pue"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES", "NET_TOLERANCE",
+           "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue"]
