@@ -210,3 +210,145 @@ def test_module_docstrings_are_short(path):
     assert lines <= MAX_MODULE_DOCSTRING, (
         f"{path.relative_to(PACKAGE)}: a module docstring of {lines} lines; keep a summary "
         "and a link, and move the prose to its page under docs/")
+
+
+# -- no import circles; the layers' arrows point down ---------------------------------
+
+#: Circles being taken apart elsewhere. Every circle found must be one of these; drop an
+#: entry once its circle is gone (the test then keeps it from coming back).
+KNOWN_CIRCLES = {
+    frozenset({"adpue_tf.recommend.alone", "adpue_tf.recommend.candidates"}),
+    frozenset({"benchmarks.audit", "benchmarks.audit_probes", "benchmarks.audit_probes_fit",
+               "benchmarks.audit_probes_io", "benchmarks.audit_probes_losses",
+               "benchmarks.audit_probes_models"}),
+}
+
+
+def _module_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """File -> the files it imports (any import: inside functions, under TYPE_CHECKING).
+
+    A name resolves to the longest module of ``paths`` it starts with; importing a
+    package's ``__init__`` does not count (importing a package is not a loop through it).
+    """
+    files = {_module_of(p, root): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        graph[mod] = set()
+        package = ".".join(path.relative_to(root).parent.parts)
+        for name in _imports(path.read_text(encoding="utf-8"), package):
+            while name and name not in files:
+                name = name.rpartition(".")[0]
+            if name and name != mod and files[name].name != "__init__.py":
+                graph[mod].add(name)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one file."""
+    reach = {}
+    for start in graph:  # the graph is small: a search from every node is enough
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        reach[start] = seen
+    comps = {frozenset({a} | {b for b in reach[a] if a in reach[b]}) for a in graph}
+    return sorted((c for c in comps if len(c) > 1), key=sorted)
+
+
+def test_no_import_circles():
+    paths = sorted(PACKAGE.rglob("*.py")) + BENCHMARKS
+    found = _circles(_import_graph(paths))
+    assert [sorted(c) for c in found if c not in KNOWN_CIRCLES] == []
+
+
+def test_the_circle_check_sees_a_circle_through_a_function_and_type_checking(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg import a\n")
+    (pkg / "a.py").write_text("def f():\n    from pkg.b import g\n")
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from . import a\n")
+    (pkg / "c.py").write_text("import pkg\nfrom pkg import a\n")
+    found = _circles(_import_graph(sorted(pkg.glob("*.py")), tmp_path))
+    assert found == [frozenset({"pkg.a", "pkg.b"})]
+
+
+#: What each lower layer may import from the package: never a layer above it.
+LAYERS = {"risks": ("adpue_tf.labels", "adpue_tf._internal", "adpue_tf.risks")}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "risks").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_risks_import_no_layer_above(path):
+    """risks/ is the lower layer (losses/ wraps it): no import of losses, model, metrics, ..."""
+    allowed = LAYERS["risks"]
+    names = {n for n in _imported_modules(path) if n.startswith("adpue_tf.")}
+    assert sorted(n for n in names if n.startswith("adpue_tf.losses")) == []
+    assert sorted(n for n in names if not n.startswith(allowed)) == []
+
+
+# -- every public submodule as adp.<name>; a bare import loads neither extra nor wing ----
+
+PUBLIC_SUBMODULES = sorted(p.name.removesuffix(".py") for p in PACKAGE.iterdir()
+                           if not p.name.startswith("_")
+                           and (p.suffix == ".py" or (p / "__init__.py").is_file()))
+
+
+def test_public_submodules_found():
+    assert {"serving", "tuning", "callbacks", "experiments", "data", "losses"} <= set(
+        PUBLIC_SUBMODULES)
+
+
+def _fresh(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": ""})
+
+
+@pytest.mark.slow
+def test_every_public_submodule_is_reachable_from_the_package():
+    """``import adpue_tf as adp`` then ``adp.<name>``, in a fresh interpreter."""
+    code = ("import json, adpue_tf as adp\n"
+            f"print(json.dumps({{n: getattr(adp, n).__name__ for n in {PUBLIC_SUBMODULES!r}}}))\n"
+            "print(json.dumps(sorted(set(dir(adp)))))\n")
+    out = _fresh(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reached, listed = (json.loads(line) for line in out.stdout.strip().splitlines()[-2:])
+    assert reached == {n: f"adpue_tf.{n}" for n in PUBLIC_SUBMODULES}
+    assert set(PUBLIC_SUBMODULES) <= set(listed)
+
+
+def test_a_bare_import_loads_no_extra_and_no_wing():
+    out = _fresh("import sys, adpue_tf\nprint(sorted(sys.modules))\n")
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded = out.stdout
+    for name in ("keras_tuner", "adpue_tf.experiments", "adpue_tf.tuning", "tensorflow"):
+        assert f"'{name}'" not in loaded
+
+
+@pytest.mark.slow
+def test_the_public_names_load_no_extra_and_no_wing():
+    """Every name of ``adpue_tf.__all__`` (TensorFlow and the core) without KerasTuner or the wing."""
+    out = _fresh("import json, sys, adpue_tf\n"
+                 "for n in adpue_tf.__all__: getattr(adpue_tf, n)\n"
+                 "print(json.dumps(sorted(sys.modules)))\n")
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "tensorflow" in loaded
+    assert [m for m in loaded if m.split(".")[0] == "keras_tuner"
+            or m.startswith(("adpue_tf.experiments", "adpue_tf.tuning"))] == []
+
+
+def test_the_root_names_every_loss_class():
+    """The root names the loss classes without importing TensorFlow: the same as losses/."""
+    import adpue_tf
+    from adpue_tf import losses
+    assert set(adpue_tf._LOSSES) == {c.__name__ for c in losses.LOSSES.values()}
+    assert set(losses.__all__) >= set(adpue_tf._LOSSES) | {"DebiasedLoss"}
