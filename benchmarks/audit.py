@@ -1,181 +1,54 @@
 """The reliability audit: hundreds of probes of the public API, each result classified.
 
 Each probe calls one public entry point as a user would (a bad argument, a
-wrong convention, a file in the way, a path to protect, or a valid call) and
-says what it expects: an error naming the argument, or a result a check
-accepts. The runner classifies what happened:
+wrong convention, a file in the way, a path to protect, a process killed
+part-way, or a valid call) and says what it expects: an error naming the
+argument, or a result a check accepts. The runner (``benchmarks.audit_runner``)
+classifies what happened as clear error, correct, obscure, silent, data loss
+or crash; its docstring defines the classes.
 
-* ``clear error``: the expected error type (ValueError, TypeError,
-  FileNotFoundError, FileExistsError; InvalidArgumentError in graph mode;
-  SystemExit for the command line) with the words the probe asks for (the
-  argument's name and what was wrong);
-* ``correct``: a valid call that returned what its check accepts;
-* ``obscure``: an error of an accepted type whose message lacks those words,
-  or an error of another type raised by TensorFlow/Keras with a message;
-* ``silent``: a bad call that returned (no error), or a valid call whose
-  result its check refuses;
-* ``data loss``: anything under the probe's protected paths changed or
-  vanished, whatever the call did;
-* ``crash``: a Python-internal error (AttributeError, KeyError, IndexError,
-  ZeroDivisionError, ...) or a valid call that raised.
+This module collects the probe families, which import the runner's types and
+the shared values (``benchmarks.audit_values``) but never this module:
 
-Run ``python -m benchmarks.audit`` from the repository root (a few minutes on 2 cores); it writes
-``benchmarks/results/audit.md`` with the counts by class and every probe that
-is not a clear error or correct. ``--only WORDS`` runs the probes whose id
-holds ``WORDS``.
+* ``audit_probes_data``: the label layout, batch counts, builders,
+  with_propensity, TFRecord reading;
+* ``audit_probes_losses``: the loss classes and the registry;
+* ``audit_probes_models``: DebiasedModel, callbacks, metrics, scores, the
+  exposure models, the tuner, the synthetic data;
+* ``audit_probes_fit``: ``fit_pue`` and its inputs, ``choose``, ``RatioLogit``;
+* ``audit_probes_io``: serving and the command line;
+* ``audit_probes_kills``: concurrent readers and writers, and processes killed
+  part-way (exports, benches, logs).
+
+Run ``python -m benchmarks.audit`` from the repository root (a few minutes on
+2 cores); it writes ``benchmarks/results/audit.md`` with the counts by class and
+every probe that is not a clear error or correct. ``--only WORDS`` runs the
+probes whose id holds ``WORDS``.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import hashlib
 import os
 import sys
-import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from benchmarks.audit_probes_data import data_probes
+from benchmarks.audit_probes_fit import fit_pue_probes
+from benchmarks.audit_probes_io import io_probes
+from benchmarks.audit_probes_kills import kill_probes
+from benchmarks.audit_probes_losses import all_loss_probes
+from benchmarks.audit_probes_models import model_probes
+from benchmarks.audit_runner import CLASSES, Probe, classify, report, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CLASSES = ("clear error", "correct", "obscure", "silent", "data loss", "crash")
-ACCEPTED = ("ValueError", "TypeError", "FileNotFoundError", "FileExistsError",
-            "InvalidArgumentError", "SystemExit")
-#: Errors of TensorFlow/Keras whose message may still help (not a Python-internal crash).
-FRAMEWORK = ("UnimplementedError", "FailedPreconditionError", "DataLossError",
-             "OutOfRangeError", "NotFoundError", "OSError", "PermissionError", "RuntimeError")
 
-
-@dataclass
-class Probe:
-    """One call of the public API and what it must do.
-
-    Attributes:
-        id: a unique, readable name (``entry point: what is wrong``).
-        call: ``tmp -> result``, run in a fresh scratch directory ``tmp`` (a Path).
-        words: a regex the error message must match (None: the call must succeed).
-        error: the error type names accepted (default: :data:`ACCEPTED`).
-        check: for a valid call, ``result -> bool``; None: any result is fine.
-        setup: ``tmp -> None``, run first: the files a user had (not judged).
-        protect: ``tmp -> [paths]`` whose trees (after ``setup``) must be unchanged
-            afterwards, whatever the call did.
-    """
-
-    id: str
-    call: Callable[[Path], Any]
-    words: str | None = None
-    error: tuple[str, ...] = ACCEPTED
-    check: Callable[[Any], bool] | None = None
-    protect: Callable[[Path], list] | None = None
-    setup: Callable[[Path], Any] | None = None
-
-
-def _tree(paths: list) -> dict[str, str]:
-    """Every file (with a hash of its bytes) and directory under ``paths``."""
-    out = {}
-    for root in paths:
-        root = Path(root)
-        if not root.exists():
-            out[str(root)] = "missing"
-            continue
-        items = [root, *root.rglob("*")] if root.is_dir() else [root]
-        for p in items:
-            if p.is_file():
-                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-            else:
-                out[str(p)] = "dir"
-    return out
-
-
-def classify(probe: Probe, tmp: Path) -> tuple[str, str]:
-    """Run ``probe`` in ``tmp``; return ``(class, what happened)``."""
-    import re
-
-    if probe.setup is not None:
-        probe.setup(tmp)
-    protected = probe.protect(tmp) if probe.protect else []
-    before = _tree(protected)
-    outcome: tuple[str, str]
-    try:
-        result = probe.call(tmp)
-    except BaseException as err:  # noqa: BLE001 - classifying every outcome is the point
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        kind, message = type(err).__name__, str(err)
-        short = f"{kind}: {message[:300]}"
-        if probe.words is None:
-            outcome = ("crash", short)
-        elif kind in probe.error:
-            outcome = (("clear error", short) if re.search(probe.words, message, re.S)
-                       else ("obscure", short))
-        elif kind in ACCEPTED or kind in FRAMEWORK or kind.endswith("Error") and "tensorflow" in (
-                type(err).__module__ or ""):
-            outcome = ("obscure", short)
-        else:
-            outcome = ("crash", short)
-    else:
-        if probe.words is not None:
-            outcome = ("silent", f"returned {type(result).__name__}; expected an error "
-                                 f"matching {probe.words!r}")
-        elif probe.check is not None and not probe.check(result):
-            outcome = ("silent", f"returned a wrong result: {repr(result)[:200]}")
-        else:
-            outcome = ("correct", f"returned {type(result).__name__}")
-    if protected and _tree(protected) != before:
-        gone = sorted(set(before) - set(_tree(protected)))
-        outcome = ("data loss", f"protected paths changed ({gone[:3]}); then {outcome[1]}")
-    return outcome
-
-
-def run(probes: list[Probe], only: str | None = None) -> list[tuple[Probe, str, str, float]]:
-    """Run every probe (those whose id holds ``only``), each in its own scratch directory."""
-    seen = collections.Counter(p.id for p in probes)
-    repeated = [i for i, n in seen.items() if n > 1]
-    if repeated:
-        raise ValueError(f"probe ids must be unique; repeated: {repeated[:5]}")
-    results = []
-    cwd = os.getcwd()
-    for probe in probes:
-        if only and only not in probe.id:
-            continue
-        with tempfile.TemporaryDirectory(prefix="audit-") as scratch:
-            tmp = Path(scratch)
-            os.chdir(tmp)  # a probe that writes to "." writes here, never to the repository
-            start = time.perf_counter()
-            try:
-                kind, what = classify(probe, tmp)
-            finally:
-                os.chdir(cwd)
-            results.append((probe, kind, what, time.perf_counter() - start))
-    return results
-
-
-def report(results: list[tuple[Probe, str, str, float]], wall: float,
-           provenance: str = "") -> str:
-    """The results as markdown: counts by class, then every probe that needs a look."""
-    counts = collections.Counter(kind for _, kind, _, _ in results)
-    entries = collections.Counter(p.id.split(":")[0] for p, _, _, _ in results)
-    lines = [
-        "# Reliability audit", "",
-        f"{len(results)} probes of {len(entries)} entry points, {wall:.0f} s wall. Classes "
-        "are defined in the script's docstring.", "", *([provenance] if provenance else []),
-        "| class | probes |", "|---|---|",
-        *[f"| {c} | {counts.get(c, 0)} |" for c in CLASSES],
-        f"| **total** | {len(results)} |", "",
-        "## Probes by entry point", "",
-        "| entry point | probes |", "|---|---|",
-        *[f"| {name} | {n} |" for name, n in sorted(entries.items())], "",
-        "## Probes that are neither a clear error nor correct", "",
-    ]
-    flagged = [(p, k, w) for p, k, w, _ in results if k not in ("clear error", "correct")]
-    if not flagged:
-        lines.append("None.")
-    for probe, kind, what in flagged:
-        lines.append(f"- **{kind}** `{probe.id}`: {what.splitlines()[0] if what else ''}")
-    return "\n".join(lines) + "\n"
+def all_probes() -> list[Probe]:
+    """Every probe of the audit, in a fixed order."""
+    return (data_probes() + all_loss_probes() + io_probes() + model_probes()
+            + fit_pue_probes() + kill_probes())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")  # the probes provoke warnings on purpose; judged by class
-    from benchmarks.audit_probes import all_probes
     from benchmarks.common import command_line, provenance_block
 
     start = time.monotonic()
@@ -204,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     bad = sum(k in ("silent", "data loss", "crash") for _, k, _, _ in results)
     return 1 if bad else 0
 
+
+__all__ = ["CLASSES", "Probe", "all_probes", "classify", "main", "report", "run"]
 
 if __name__ == "__main__":
     sys.exit(main())

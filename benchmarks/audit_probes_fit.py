@@ -11,10 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.audit import Probe
-from benchmarks.audit_probes import bad_binary, bad_ints
-from benchmarks.audit_probes_io import _adp, _keras
-from benchmarks.audit_probes_models import _data
+from benchmarks.audit_runner import Probe
+from benchmarks.audit_values import _adp, _data, _keras, bad_binary, bad_ints
 
 #: Short passes: every probe that trains finishes in seconds.
 _FAST = dict(epochs=1, min_steps=2, batch_size=64, verbose=0, candidates=["bce_w", "ratio"])
@@ -162,3 +160,6 @@ def fit_pue_probes() -> list[Probe]:
             probes.append(Probe(f"fit_pue: {what}", lambda t, n=name, v=value: _fit(**{n: v}),
                                 words))
     return probes
+
+
+__all__ = ["fit_pue_probes"]

@@ -1,5 +1,5 @@
-"""The audit's probes of what touches files or reads models: serving, TFRecord logs, the CLI,
-simulate-logs, with_propensity, metrics, callbacks, DebiasedModel, the tuner and the scores.
+"""The audit's probes of what writes files: ``adp.export_for_serving`` and ``serving_path``,
+and the command line (``adpue-tf simulate-logs``, ``adpue-tf bench``).
 
 Every probe that writes protects what a user had there (``protect``): a change
 to it is classified as data loss whatever the call returned.
@@ -15,39 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.audit import Probe
-from benchmarks.audit_probes import XE, E, W, X, bad_ints
-
-
-def _adp() -> Any:
-    import adpue_tf as adp
-
-    return adp
-
-
-def _keras() -> Any:
-    import keras
-
-    return keras
-
-
-def _dense(activation: str | None = None, units: int = 1, outputs: int = 1, dim: int = 3) -> Any:
-    k = _keras()
-    k.utils.set_random_seed(0)
-    a = k.Input((dim,))
-    outs = [k.layers.Dense(units, activation)(a) for _ in range(outputs)]
-    return k.Model(a, outs[0] if outputs == 1 else outs)
-
-
-def _files(root: Path, *names: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        if name.endswith("/"):
-            (root / name).mkdir(parents=True, exist_ok=True)
-        else:
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text("mine")
-    return root
+from benchmarks.audit_runner import Probe
+from benchmarks.audit_values import _adp, _dense, _files, _keras
 
 
 def _saved(tmp: Path, *extra: str) -> Path:
@@ -178,132 +147,6 @@ def _string_model_export(tmp: Path) -> str:
         "country": np.array(["fr", "de"]), "ctx": np.zeros((2, 2))})
 
 
-# ------------------------------------------------------------------ TFRecord logs
-def _write(path: Path, rows: int = 6, compression: str | None = None, cut: int = 0) -> str:
-    import tensorflow as tf
-
-    with tf.io.TFRecordWriter(str(path), compression) as writer:
-        for i in range(rows):
-            writer.write(tf.train.Example(features=tf.train.Features(feature={
-                "x": tf.train.Feature(float_list=tf.train.FloatList(value=[i, 1.0])),
-                "w": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2]))}))
-                .SerializeToString())
-    if cut:
-        path.write_bytes(path.read_bytes()[:-cut])
-    return str(path)
-
-
-def _corrupt(path: str) -> bytes:
-    """The bytes of ``path`` with the length of its second record overwritten."""
-    raw = bytearray(Path(path).read_bytes())
-    second = 16 + int.from_bytes(raw[:8], "little")
-    raw[second:second + 8] = (10**6).to_bytes(8, "little")
-    return bytes(raw)
-
-
-def _read(files: Any, **kw: Any) -> Any:
-    import tensorflow as tf
-
-    spec = {"x": tf.io.FixedLenFeature([2], tf.float32), "w": tf.io.FixedLenFeature([], tf.int64)}
-    kw.setdefault("labels", "w")
-    return _adp().data.read_tfrecords(files, spec, **kw)
-
-
-def _rows(ds: Any) -> list[int]:
-    return [int(w) for _, w in ds]
-
-
-def tfrecord_probes() -> list[Probe]:
-    probes = [
-        Probe("read_tfrecords: no file matches", lambda t: _read(str(t / "*.tfrecord")),
-              "`files`: no file matches"),
-        Probe("read_tfrecords: an empty file", lambda t: _read(str(t / "e.tfrecord")),
-              "every file is empty", setup=lambda t: (t / "e.tfrecord").write_bytes(b"")),
-        Probe("read_tfrecords: an empty file, rows given", lambda t: (
-            (t / "e.tfrecord").write_bytes(b""), _read(str(t / "e.tfrecord"), rows=5))[1],
-              "every file is empty"),
-        Probe("read_tfrecords: a text file", lambda t: _read(str(_files(t, "n.tfrecord")
-                                                                  / "n.tfrecord")),
-              "not a TFRecord file"),
-        Probe("read_tfrecords: labels not in features", lambda t: _read(
-            _write(t / "a.tfrecord"), labels="y"), "`labels`"),
-        Probe("read_tfrecords: features not a dict", lambda t: _adp().data.read_tfrecords(
-            _write(t / "a.tfrecord"), ["x"]), "`features`"),
-        Probe("read_tfrecords: a directory", lambda t: _read(str(_files(t / "logs"))),
-              "is a directory; give the files in it"),
-        Probe("read_tfrecords: a corrupt length inside", lambda t: _read(str(t / "c.tfrecord")),
-              "c.tfrecord' is truncated or corrupt", setup=lambda t: (t / "c.tfrecord")
-              .write_bytes(_corrupt(_write(t / "ok.tfrecord")))),
-        Probe("read_tfrecords: files 3", lambda t: _read(3), "`files`"),
-        Probe("read_tfrecords: files []", lambda t: _read([]), "`files`"),
-        Probe("read_tfrecords: compression 'snappy'", lambda t: _read(
-            _write(t / "a.tfrecord"), compression_type="snappy"), "`compression_type`"),
-        Probe("read_tfrecords: compression 3", lambda t: _read(
-            _write(t / "a.tfrecord"), compression_type=3), "`compression_type`"),
-        Probe("read_tfrecords: lower-case gzip (correct)", lambda t: _rows(_read(
-            _write(t / "g.tfrecord", 6, "GZIP"), compression_type="gzip")),
-              check=lambda r: r == [0, 1, 0, 1, 0, 1]),
-        Probe("read_tfrecords: ZLIB (correct)", lambda t: _rows(_read(
-            _write(t / "z.tfrecord", 4, "ZLIB"), compression_type="ZLIB")),
-              check=lambda r: r == [0, 1, 0, 1]),
-        Probe("read_tfrecords: an empty shard among others (correct)", lambda t: _rows(_read(
-            [_write(t / "a.tfrecord", 4), (t / "b.tfrecord").write_bytes(b"") and None
-             or str(t / "b.tfrecord")])), check=lambda r: r == [0, 1, 0, 1]),
-    ]
-    for what, cut in (("inside a record", 5), ("inside a header", 30), ("one byte", 1)):
-        probes.append(Probe(f"read_tfrecords: truncated {what}", lambda t, c=cut: _read(
-            _write(t / "cut.tfrecord", cut=c)), "cut.tfrecord' is truncated"))
-    for written, said in (("GZIP", None), ("ZLIB", None), (None, "GZIP"), (None, "ZLIB"),
-                          ("GZIP", "ZLIB"), ("ZLIB", "GZIP")):
-        probes.append(Probe(f"read_tfrecords: a {written or 'plain'} file read as {said or 'plain'}",
-                            lambda t, w=written, s=said: _read(_write(t / "f.tfrecord", 4, w),
-                                                               compression_type=s),
-                            r"f.tfrecord' is .*, but compression_type=.*; pass compression_type"))
-    for what, value, _ in bad_ints("rows", 1):
-        probes.append(Probe(f"read_tfrecords: {what}", lambda t, v=value: _read(
-            _write(t / "a.tfrecord"), rows=v), "`rows`"))
-    for part, rows in (("x_pu", (7, 6)), ("x_e", (6, 5))):  # the files hold 6 rows each
-        probes.append(Probe(
-            f"fit_pue: {part} read with a wrong rows=", lambda t, r=rows: _adp().fit_pue(
-                lambda: _dense(dim=2), _read(_write(t / "pu.tfrecord"), rows=r[0]), None,
-                _read(_write(t / "e.tfrecord"), rows=r[1]), None, verbose=0),
-            f"`{part}`: read_tfrecords was given rows=[57], but its files hold 6 rows"))
-    return probes
-
-
-# ------------------------------------------------------------------ with_propensity
-def _ds() -> Any:
-    return _adp().data.pue_dataset(X, W, XE, E, batch_size=8, seed=0)
-
-
-def propensity_probes() -> list[Probe]:
-    import tensorflow as tf
-
-    def wp(*a: Any, **k: Any) -> Any:
-        return _adp().data.with_propensity(*a, **k)
-
-    return [
-        Probe("with_propensity: two output units", lambda t: wp(_ds(), _dense(units=2)),
-              "one propensity per row"),
-        Probe("with_propensity: two outputs", lambda t: wp(_ds(), _dense(outputs=2)),
-              "one propensity per row"),
-        Probe("with_propensity: a function of two columns", lambda t: wp(
-            _ds(), lambda x: tf.ones((tf.shape(x)[0], 2))), "one propensity per row"),
-        Probe("with_propensity: a sigmoid model as logits", lambda t: wp(
-            _ds(), _dense("sigmoid"), from_logits=True), "sigmoid activation"),
-        Probe("with_propensity: logits as probabilities", lambda t: list(wp(
-            _ds(), _dense(), from_logits=False)), r"probabilities .*`from_logits=True`"),
-        Probe("with_propensity: not a dataset", lambda t: wp(np.zeros(3), _dense()), "`dataset`"),
-        Probe("with_propensity: 4-column labels", lambda t: wp(wp(_ds(), _dense("sigmoid")),
-                                                              _dense("sigmoid")), "`dataset`"),
-        Probe("with_propensity: not callable", lambda t: wp(_ds(), 3), "`exposure_model`"),
-        Probe("with_propensity: from_logits 1", lambda t: wp(_ds(), _dense(), from_logits=1),
-              "`from_logits`"),
-        Probe("with_propensity: a sigmoid model (correct)", lambda t: next(iter(wp(
-            _ds(), _dense("sigmoid"))))[1].shape[-1], check=lambda k: k == 4),
-    ]
-
-
 # ------------------------------------------------------------------ the command line
 def _cli(*argv: str) -> int:
     from adpue_tf import cli
@@ -400,10 +243,8 @@ def _svm(tmp: Path, text: str) -> Path:
 
 
 def io_probes() -> list[Probe]:
-    return serving_probes() + tfrecord_probes() + propensity_probes() + cli_probes()
+    """Every probe of serving and the command line."""
+    return serving_probes() + cli_probes()
 
 
-def model_probes() -> list[Probe]:
-    from benchmarks.audit_probes_models import model_probes as probes
-
-    return probes()
+__all__ = ["io_probes"]

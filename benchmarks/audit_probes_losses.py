@@ -1,21 +1,111 @@
-"""The audit's probes of the losses fit_pue trains with: Logit, IPS, the exposure likelihood,
-the exposure Brier risk and exposed PU (``adp.LogitLoss`` ... ``adp.ExposedPULoss``).
+"""The audit's probes of the loss classes: the debiased losses (``adp.ADPUELoss`` ...
+``adp.PNULoss``), the losses fit_pue trains with (``adp.LogitLoss`` ... ``adp.ExposedPULoss``)
+and the registry.
 
-Each takes labels, outputs and options as the debiased losses do (the probes of
-:mod:`benchmarks.audit_probes`), and IPS and the likelihood read ``θ̂`` from a
-fourth label column, which must be there and lie in ``[0, 1]``.
+Every packed-label loss must refuse the same things (:func:`common_loss_probes`):
+its options, labels of the wrong layout, outputs of the wrong convention. IPS
+and the likelihood read ``θ̂`` from a fourth label column, which must be there
+and lie in ``[0, 1]``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from benchmarks.audit import Probe
-from benchmarks.audit_probes import common_loss_probes
-from benchmarks.audit_probes_io import _adp
+from benchmarks.audit_runner import Probe
+from benchmarks.audit_values import XE, E, W, X, _adp
 
+# ------------------------------------------------------------------ losses and risks
+LOSSES = {"ADPUELoss": {}, "ADPELoss": {"prior": 0.3}, "ADFPULoss": {"prior": 0.3},
+          "ADSLoss": {}, "ADSSLoss": {}, "DoubleADSSLoss": {"alpha": 0.5},
+          "AD3SELoss": {"alpha": 0.5}, "UPULoss": {"prior": 0.3}, "NNPULoss": {"prior": 0.3},
+          "PNULoss": {"prior": 0.3, "eta": 0.2}}
+
+
+def loss_probes() -> list[Probe]:
+    adp = _adp
+    probes = []
+    for name, options in LOSSES.items():
+        def make(name: str = name, options: dict = options, **kw: Any) -> Any:
+            return getattr(adp(), name)(**{**options, **kw})
+
+        probes += [
+            Probe(f"{name}: non_negative 1", lambda t, m=make: m(non_negative=1), "non_negative"),
+            Probe(f"{name}: beta -1", lambda t, m=make: m(beta=-1.0), "beta"),
+            Probe(f"{name}: gamma 0", lambda t, m=make: m(gamma=0.0), "gamma"),
+            *common_loss_probes(name, make, _loss_labels(name)),
+        ]
+        if "prior" in options:
+            probes += [Probe(f"{name}: prior {p}", lambda t, m=make, p=p: m(prior=p), "`prior`")
+                       for p in (0.0, 1.0, -0.2, float("nan"), "0.3")]
+        if "alpha" in options:
+            probes += [Probe(f"{name}: alpha {a}", lambda t, m=make, a=a: m(alpha=a), "`alpha`")
+                       for a in (1.5, -0.1)]
+    probes += [
+        Probe("losses.get: unknown key", lambda t: adp().losses.get("nope"), "Unknown loss 'nope'"),
+        Probe("losses.get: None", lambda t: adp().losses.get(None), "`identifier`"),
+        Probe("risks.nnpue: string labels", lambda t: adp().risks.nnpue(
+            np.array([["1", "0", "0"]]), np.zeros((1, 1))), "`y_true` must hold numbers"),
+        Probe("ADPUELoss: sigmoid output as logits (graph)", lambda t: _fit_sigmoid_as_logits(),
+              "sigmoid", error=("ValueError", "InvalidArgumentError")),
+        Probe("ADPUELoss: correct value", lambda t: float(adp().ADPUELoss(from_logits=True)(
+            np.concatenate([adp().pack_labels(adp().Source.PU, w=[1, 0]),
+                            adp().pack_labels(adp().Source.E, e=[1, 0])]), np.zeros((4, 1)))),
+              check=lambda v: abs(v - np.log(2)) < 1e-4),  # R+ = 0.75 log 2, R- = 0.25 log 2
+    ]
+    return probes
+
+
+def common_loss_probes(name: str, make: Callable[..., Any], y: np.ndarray) -> list[Probe]:
+    """What every packed-label loss must refuse: its options, labels and outputs.
+
+    ``make(**options)`` builds the loss ``name``; ``y`` are valid labels for it.
+    """
+    n = len(y)
+    return [
+        Probe(f"{name}: from_logits 'yes'", lambda t: make(from_logits="yes"), "`from_logits`"),
+        Probe(f"{name}: reduction sum", lambda t: make(reduction="sum"), "reduction"),
+        Probe(f"{name}: unknown option", lambda t: make(bogus=1), "(bogus|option)"),
+        Probe(f"{name}: string labels", lambda t: make(from_logits=True)(
+            np.array([["1", "0", "0"]]), np.zeros((1, 1))), "`y_true` must hold numbers"),
+        Probe(f"{name}: labels of 5 columns", lambda t: make(from_logits=True)(
+            np.zeros((2, 5)), np.zeros((2, 1))), "`y_true` must have shape"),
+        Probe(f"{name}: two output units", lambda t: make(from_logits=True)(
+            y, np.zeros((n, 2))), "one output unit"),
+        Probe(f"{name}: logits as probabilities", lambda t: make(from_logits=False)(
+            y, np.full((n, 1), 3.0)), r"outside \[0, 1\]"),
+        Probe(f"{name}: NaN output", lambda t: make(from_logits=True)(
+            y, np.full((n, 1), np.nan)), "NaN"),
+        Probe(f"{name}: source code 9", lambda t: make(from_logits=True)(
+            np.array([[0.0, 0.0, 9.0]] * 2), np.zeros((2, 1))), "(source|Source)"),
+    ]
+
+
+def _loss_labels(loss: str) -> np.ndarray:
+    """Valid packed labels for ``loss``: two rows of every source it needs."""
+    adp, s = _adp(), _adp().Source
+    parts = {"PU": adp.pack_labels(s.PU, w=[1, 0]), "E": adp.pack_labels(s.E, e=[1, 0]),
+             "P": adp.pack_labels(s.P, n=2), "U": adp.pack_labels(s.U, n=2),
+             "SSE": adp.pack_labels(s.SSE, w=[1, 0], e=[1, 1])}
+    needs = {"ADPUELoss": "PU E", "ADPELoss": "P E", "ADFPULoss": "P U E", "ADSLoss": "SSE",
+             "ADSSLoss": "SSE", "DoubleADSSLoss": "SSE", "AD3SELoss": "SSE PU",
+             "UPULoss": "PU", "NNPULoss": "PU", "PNULoss": "SSE"}[loss]
+    return np.concatenate([parts[k] for k in needs.split()])
+
+
+def _fit_sigmoid_as_logits() -> Any:
+    import keras
+
+    adp = _adp()
+    net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, "sigmoid")])
+    net.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    return net.fit(adp.data.pue_dataset(X, W, XE, E, batch_size=8, seed=0), epochs=1, verbose=0)
+
+
+# ------------------------------------------------------------------ the losses fit_pue trains with
 #: Loss -> (the sources of its valid labels, whether it reads θ̂ from column 3).
 EXPOSURE_LOSSES = {"LogitLoss": ("PU", False), "IPSLoss": ("PU", True),
                    "ExposureLikelihoodLoss": ("PU", True),
@@ -58,3 +148,11 @@ def exposure_loss_probes() -> list[Probe]:
                     _labels(s, True, np.nan), np.zeros((2, 1))), "NaN"),
             ]
     return probes
+
+
+def all_loss_probes() -> list[Probe]:
+    """Every probe of the loss classes."""
+    return loss_probes() + exposure_loss_probes()
+
+
+__all__ = ["all_loss_probes", "common_loss_probes"]

@@ -11,17 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.audit import Probe
-from benchmarks.audit_probes import bad_binary, bad_ints
-from benchmarks.audit_probes_io import _adp, _dense, _keras
-
-_S: dict = {}
-
-
-def _data() -> Any:
-    if "s" not in _S:
-        _S["s"] = _adp().synthetic.synthetic_pue(120, 120, seed=0)
-    return _S["s"]
+from benchmarks.audit_runner import Probe
+from benchmarks.audit_values import _adp, _data, _dense, _keras, bad_binary, bad_ints
 
 
 def _train() -> Any:
@@ -274,5 +265,9 @@ def synthetic_probes() -> list[Probe]:
 
 
 def model_probes() -> list[Probe]:
+    """Every probe of what takes a model."""
     return (metric_callback_probes() + model_tuner_probes() + score_exposure_probes()
             + synthetic_probes())
+
+
+__all__ = ["model_probes"]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import audit, audit_probes
+from benchmarks import audit
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def test_the_audit_has_hundreds_of_unique_probes():
-    probes = audit_probes.all_probes()
+    probes = audit.all_probes()
     ids = [p.id for p in probes]
     assert len(ids) >= 300 and len(set(ids)) == len(ids)
     entries = {i.split(":")[0] for i in ids}
@@ -56,7 +56,7 @@ def test_classify_tells_the_classes_apart(tmp_path):
 
 @pytest.mark.slow
 def test_the_audit_finds_no_silent_no_data_loss_no_crash(tmp_path):
-    results = audit.run(audit_probes.all_probes())
+    results = audit.run(audit.all_probes())
     kinds = [k for _, k, _, _ in results]
     bad = [(p.id, k, w) for p, k, w, _ in results if k in ("silent", "data loss", "crash")]
     assert not bad, bad
