@@ -67,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--datasets", type=_names, default=None,
                        help="comma-separated data sets; None: the paper's")
         p.add_argument("--seed", type=int, default=0, help="first seed")
-        p.add_argument("--out", default="benchmarks/results", help="results directory")
+        p.add_argument("--out", default="benchmarks/results",
+                       help="results directory; finished results there are replaced only by "
+                            "a run that finishes every setting (until then it writes "
+                            f"{'linear' if p is linear else 'neural'}.partial.md)")
         p.add_argument("--exposure-rate", type=_floats if p is linear else float,
                        default="0.5",
                        help="target θ(e=1)" + (" (comma-separated: several rates, one "

@@ -290,3 +290,57 @@ def test_every_list_option_is_checked_before_anything_runs(tmp_path, monkeypatch
 def test_bench_configs_refuse_empty_or_repeated_settings(make, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         make()
+
+
+# -- a rerun never replaces finished results with fewer ---------------------------
+
+def _fake_tables(monkeypatch, stop=False):
+    """Stand-ins for the loader and both tables' settings; ``stop``: Ctrl-C in the first one."""
+    rng = np.random.default_rng(0)
+    fake = datasets.Dataset("australian", rng.uniform(-1, 1, size=(400, 14)).astype(np.float32),
+                            (rng.uniform(size=400) < 0.4).astype(np.float32), "+1")
+    monkeypatch.setattr(datasets, "load", lambda name, **kw: fake)
+
+    def run_setting(x, y, prior_y, cfg, alpha, report=None, *, features=None, details=None):
+        if stop:
+            raise KeyboardInterrupt
+        acc = np.full(cfg.trials, 0.7)
+        return {m: (acc, acc) for m in table1.pue_methods(cfg) + table1.SSE_METHODS}
+
+    def run_trial(x, y, features, prior, cfg, ratio, seed, report):
+        if stop:
+            raise KeyboardInterrupt
+        curve = {"accuracy": [0.6], "precision": [0.5], "recall": [0.4]}
+        return {m: {"inductive": 0.7, "transductive": 0.8, "curves": curve}
+                for m in table2.PUE_METHODS + table2.SSE_METHODS}
+
+    monkeypatch.setattr(table1, "run_setting", run_setting)
+    monkeypatch.setattr(table2, "run_trial", run_trial)
+
+
+@pytest.mark.parametrize("table, argv", [
+    ("linear", ["--datasets", "australian", "--alphas", "0.3,0.5", "--no-recommended"]),
+    ("neural", ["--datasets", "fashion_mnist", "--ratios", "0.3,0.5", "--epochs", "1"]),
+])
+def test_a_stopped_rerun_keeps_the_complete_results(tmp_path, monkeypatch, table, argv):
+    out = tmp_path / "results"
+    argv = ["bench", table, "--trials", "2", *argv, "--out", str(out), "--quiet"]
+    _fake_tables(monkeypatch)
+    assert cli.main(argv) == 0
+    complete = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "Partial" not in (out / f"{table}.md").read_text()
+
+    _fake_tables(monkeypatch, stop=True)  # the same command again, stopped in its first setting
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(argv)
+    assert {name: (out / name).read_bytes() for name in complete} == complete
+    partial = (out / f"{table}.partial.md").read_text()
+    assert "**Partial: 0 of 2 settings finished**" in partial
+    assert f"`{table}.md` holds the results of an earlier run" in partial
+    assert json.loads((out / f"{table}.partial.json").read_text())["settings_done"] == 0
+
+    _fake_tables(monkeypatch)  # a rerun that finishes replaces them, and the partial files go
+    assert cli.main(argv[:-3] + ["--seed", "7"] + argv[-3:]) == 0
+    assert "- Seeds: 7-8" in (out / f"{table}.md").read_text()
+    assert not (out / f"{table}.partial.md").exists()
+    assert not (out / f"{table}.partial.json").exists()

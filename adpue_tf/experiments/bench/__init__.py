@@ -7,7 +7,12 @@
 Nothing is lost: the output directory is checked (created, written to) before
 any computing, and the JSON and Markdown results are rewritten after each
 setting finishes (each file replaced whole), so an interrupted run keeps every
-finished setting; the Markdown says how many settings are done.
+finished setting; the Markdown says how many settings are done. Results are
+never replaced with fewer: a run over a directory that already holds finished
+results (``linear.md``/``linear.json``, complete or not) writes
+``linear.partial.md``/``linear.partial.json`` as it goes and replaces the
+results only once it has finished every setting (``neural.*`` likewise), so
+stopping a rerun leaves the earlier results as they were.
 
 Example:
     >>> from adpue_tf.experiments.bench import LINEAR_DATASETS

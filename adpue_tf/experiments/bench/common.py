@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from adpue_tf.experiments.report import (
     sha256_file,
 )
 
-__all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "prepare_out", "run_provenance"]
+__all__ = ["LINEAR_DATASETS", "NEURAL_DATASETS", "Results", "prepare_out", "run_provenance"]
 
 
 LINEAR_DATASETS = ("australian", "w8a", "covtype", "mushrooms", "german")
@@ -91,6 +93,68 @@ def _status(done: int, total: int) -> str:
     return ("" if done == total else
             f"**Partial: {done} of {total} settings finished** (the run was interrupted or "
             "is still going; settings not finished say `not run` or are left out).  ")
+
+
+def _settings_done(out: Path, name: str) -> int:
+    """The finished settings of the results ``name.json``/``name.md`` in ``out`` (0: none).
+
+    Results whose JSON cannot be read count as finished (they are kept).
+    """
+    if (out / f"{name}.json").is_file():
+        try:
+            done = json.loads((out / f"{name}.json").read_text(encoding="utf-8-sig")
+                              )["settings_done"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return 1
+        return done if isinstance(done, int) and not isinstance(done, bool) else 1
+    return 1 if (out / f"{name}.md").is_file() else 0
+
+
+class Results:
+    """Where a table's runner writes ``NAME.md`` and ``NAME.json``: never over more with less.
+
+    Without finished results in ``out``, the files are written as the run
+    goes (an interrupted run keeps its finished settings there). When ``out``
+    already holds results with finished settings (a complete earlier run, or
+    an interrupted one), this run writes ``NAME.partial.md`` and
+    ``NAME.partial.json`` instead and replaces ``NAME.md``/``NAME.json`` only
+    once every one of its settings is done (then the partial files are
+    removed): stopping a rerun never replaces results with fewer.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> Results(out, "linear").write(0, 2, "{}", lambda status: status).name
+        'linear.md'
+        >>> _ = (out / "linear.json").write_text('{"settings_done": 2}')
+        >>> files = Results(out, "linear")
+        >>> files.write(0, 2, "{}", lambda status: status).name
+        'linear.partial.md'
+        >>> files.write(2, 2, "{}", lambda status: status).name, sorted(os.listdir(out))
+        ('linear.md', ['linear.json', 'linear.md'])
+    """
+
+    def __init__(self, out: Path, name: str) -> None:
+        self.out, self.name = out, name
+        self.keep = _settings_done(out, name) > 0
+
+    def write(self, done: int, total: int, json_text: str,
+              markdown: Callable[[str], str]) -> Path:
+        """Write the JSON and the Markdown (``markdown(status line)``); return the Markdown's path."""
+        final = not self.keep or (done == total and total > 0)
+        stem = self.name if final else f"{self.name}.partial"
+        status = _status(done, total)
+        if not final:
+            status += (f"`{self.name}.md` holds the results of an earlier run, kept until this "
+                       "run finishes all its settings.  ")
+        _write(self.out / f"{stem}.json", json_text)
+        _write(self.out / f"{stem}.md", markdown(status))
+        if final:
+            for suffix in (".md", ".json"):  # the partial files of this run or an earlier one
+                partial = self.out / f"{self.name}.partial{suffix}"
+                if partial.is_file():
+                    os.remove(partial)
+        return self.out / f"{stem}.md"
 
 
 def _load(name: str, *, strict: bool, **kw: Any) -> tuple[datasets.Dataset | None, str]:

@@ -21,11 +21,10 @@ from adpue_tf.experiments import (
 )
 from adpue_tf.experiments.bench.common import (
     LINEAR_DATASETS,
+    Results,
     _check_names,
     _hidden,
     _load,
-    _status,
-    _write,
     prepare_out,
     run_provenance,
 )
@@ -86,7 +85,12 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
             after another in this process.
 
     Returns:
-        The path of ``linear.md``.
+        The path of ``linear.md`` (``linear.partial.md`` when ``out_dir``
+        held finished results and this run did not finish a setting).
+
+    Results already in ``out_dir`` are never replaced with fewer: see
+    :class:`~adpue_tf.experiments.bench.common.Results` (a run over them
+    writes ``linear.partial.md``/``.json`` until it has finished every setting).
     """
     check_jobs(jobs)  # before anything is written
     if cfg.datasets or not cfg.files:
@@ -131,11 +135,12 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     choices: dict[float, dict[float, dict[str, Any]]] = {
         r: {a: {} for a in cfg.alphas} for r in rates}
     total, done = len(rates) * len(cfg.alphas) * len(present), 0
-    path = out / "linear.md"
+    files, path = Results(out, "linear"), out / "linear.md"
 
     def write() -> None:
+        nonlocal path
         wall = time.monotonic() - start
-        _write(out / "linear.json", json.dumps(
+        path = files.write(done, total, json.dumps(
             {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
              "results": {str(a): r for a, r in by_rate[rates[0]].items()},
              "exposure_rates": list(rates),
@@ -143,10 +148,10 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
                                   for rate, res in by_rate.items()},
              "recipe_choices": {str(rate): {str(a): r for a, r in res.items()}
                                 for rate, res in choices.items()},
-             "settings_done": done, "settings_total": total, "wall_seconds": wall}, indent=1))
-        _write(path, _linear_markdown(cfg, loaded, by_rate, methods, wall, prov_text,
-                                      _status(done, total), features, choices,
-                                      (out / "linear.notes.md").is_file()))
+             "settings_done": done, "settings_total": total, "wall_seconds": wall}, indent=1),
+            lambda status: _linear_markdown(cfg, loaded, by_rate, methods, wall, prov_text,
+                                            status, features, choices,
+                                            (out / "linear.notes.md").is_file()))
 
     write()  # the data sets found and the protocol, before the first setting
     # the cheapest data sets first (an interrupted run has the most settings); the

@@ -13,11 +13,10 @@ import numpy as np
 from adpue_tf.experiments import published, simulate, table2
 from adpue_tf.experiments.bench.common import (
     NEURAL_DATASETS,
+    Results,
     _check_names,
     _hidden,
     _load,
-    _status,
-    _write,
     prepare_out,
     run_provenance,
 )
@@ -34,7 +33,11 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
 
     The JSON and Markdown files are rewritten after each (data set, ratio)
     setting; the plots when the run ends. ``command``: the command line, for
-    the files' provenance block.
+    the files' provenance block. Results already in ``out_dir`` are never
+    replaced with fewer: a run over them writes ``neural.partial.md``/``.json``
+    until it has finished every setting (see
+    :class:`~adpue_tf.experiments.bench.common.Results`). Returns the path of
+    the Markdown file written last.
     """
     _check_names(cfg.datasets, NEURAL_DATASETS)
     out = prepare_out(out_dir)
@@ -47,17 +50,18 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
     bar = Progress(len(present) * len(cfg.ratios) * cfg.trials * len(methods), stream=progress)
     results: dict[str, dict[float, list[dict]]] = {}
     total, done = len(present) * len(cfg.ratios), 0
-    path = out / "neural.md"
+    files, path = Results(out, "neural"), out / "neural.md"
 
     def write(plots: list[str]) -> None:
+        nonlocal path
         wall = time.monotonic() - start
-        _write(out / "neural.json", json.dumps(
+        path = files.write(done, total, json.dumps(
             {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
              "wall_seconds": wall, "settings_done": done,
              "settings_total": total,
-             "results": {n: {str(r): v for r, v in rs.items()} for n, rs in results.items()}}))
-        _write(path, _neural_markdown(cfg, loaded, results, methods, wall, plots, prov_text,
-                                      _status(done, total)))
+             "results": {n: {str(r): v for r, v in rs.items()} for n, rs in results.items()}}),
+            lambda status: _neural_markdown(cfg, loaded, results, methods, wall, plots,
+                                            prov_text, status))
 
     write([])
     for name in present:
