@@ -8,6 +8,8 @@ inspects the mixed_float16 one in parallel.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import re
@@ -357,7 +359,8 @@ def test_existing_saved_model_needs_overwrite_and_is_replaced(tmp_path):
         export_for_serving(_biased(2.0), path)
     assert _tree(tmp_path) == before and _logit0(path) == 1.0
     assert export_for_serving(_biased(2.0), path, overwrite=True) == str(path)
-    assert _logit0(path) == 2.0 and not (path / "assets.extra").exists()
+    assert _logit0(path) == 2.0  # the user's file in assets.extra/ is carried over
+    assert (path / "assets.extra" / "old.txt").read_text() == "old"
     assert [p.name for p in path.parent.iterdir()] == ["1"]  # no temporary directory left
     assert export_for_serving(_biased(3.0), f"{path}{os.sep}", overwrite=True) == str(path)
     assert _logit0(path) == 3.0 and [p.name for p in path.parent.iterdir()] == ["1"]
@@ -443,6 +446,18 @@ def test_a_failed_export_keeps_the_old_one(tmp_path, monkeypatch):
             export_for_serving(_biased(2.0), path, overwrite=True)
     assert _tree(tmp_path) == before
 
+    from adpue_tf.serving import target
+
+    def refused(src, dst):  # the atomic exchange fails for a reason other than support
+        ctypes.set_errno(errno.EACCES)
+        return -1
+
+    with monkeypatch.context() as m:
+        m.setattr(target, "_EXCHANGE", refused)
+        with pytest.raises(PermissionError):
+            export_for_serving(_biased(2.0), path, overwrite=True)
+    assert _tree(tmp_path) == before and _logit0(path) == 1.0
+
     real_rename, calls = os.rename, []
 
     def rename(src, dst):  # the swap fails after the old export was moved aside
@@ -451,7 +466,8 @@ def test_a_failed_export_keeps_the_old_one(tmp_path, monkeypatch):
             raise OSError("rename failed")
         real_rename(src, dst)
 
-    with monkeypatch.context() as m:
+    with monkeypatch.context() as m:  # where there is no exchange: two renames
+        m.setattr(target, "_EXCHANGE", None)
         m.setattr(os, "rename", rename)
         with pytest.raises(OSError, match="rename failed"):
             export_for_serving(_biased(2.0), path, overwrite=True)
@@ -825,3 +841,193 @@ def test_bad_warmup_rows_are_refused_before_writing(tmp_path, rows, match):
     with pytest.raises(ValueError, match=match):
         export_for_serving(_tiny(), tmp_path / "m", warmup_rows=rows)
     assert not (tmp_path / "m").exists()
+
+
+# -- overwriting: a user's files, readers during the swap, killed exports -------
+
+def test_overwrite_keeps_a_users_files_inside_the_saved_model(tmp_path):
+    """Files a user put in assets.extra/ (where TensorFlow tells them to) are carried over;
+    anything else inside the SavedModel that it does not reference is refused by name."""
+    from adpue_tf.serving import target
+    from adpue_tf.serving.warmup import WARMUP_FILE
+
+    assert target._WARMUP_FILE == WARMUP_FILE  # the one file of assets.extra/ that is ours
+    path = tmp_path / "ranker" / "1"
+    export_for_serving(_biased(1.0), path, warmup_rows=np.ones((2, DIM), np.float32))
+    extra = path / "assets.extra"
+    (extra / "notes.txt").write_text("mine")
+    (extra / "deep" / "er").mkdir(parents=True)
+    (extra / "deep" / "er" / "table.bin").write_bytes(b"\x00\x01")
+    export_for_serving(_biased(2.0), path, overwrite=True,
+                       warmup_rows=np.zeros((3, DIM), np.float32))
+    assert _logit0(path) == 2.0
+    assert (extra / "notes.txt").read_text() == "mine"
+    assert (extra / "deep" / "er" / "table.bin").read_bytes() == b"\x00\x01"
+    ((_, _, kwargs),) = _replay(path)  # the warm-up requests are the new export's own
+    assert kwargs["features"].shape == (3, DIM)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["1"]
+
+    # Without warmup_rows the old warm-up requests would neither fit the new model nor
+    # be kept: refused by name, before anything is written.
+    before = _tree(tmp_path)
+    with pytest.raises(ValueError, match=r"assets\.extra/tf_serving_warmup_requests.*"
+                                         r"warmup_rows=.*Nothing was written or deleted"):
+        export_for_serving(_biased(3.0), path, overwrite=True)
+    assert _tree(tmp_path) == before
+    (extra / "tf_serving_warmup_requests").unlink()
+    export_for_serving(_biased(3.0), path, overwrite=True)
+    assert _logit0(path) == 3.0 and (extra / "notes.txt").read_text() == "mine"
+
+    # A user's file deeper in the SavedModel's own directories is named, not deleted.
+    for where in ("variables", "assets"):
+        (path / where / "mine.txt").write_text("mine")
+        before = _tree(tmp_path)
+        with pytest.raises(ValueError, match=rf"does not have \({where}/mine\.txt\).*"
+                                             "Nothing was written or deleted"):
+            export_for_serving(_biased(4.0), path, overwrite=True)
+        assert _tree(tmp_path) == before
+        (path / where / "mine.txt").unlink()
+
+
+# Runs in its own process, like a server: polls `saved_model.pb` until told to stop.
+POLLER = textwrap.dedent("""
+    import os, sys, time
+    pb, stop = sys.argv[1], sys.argv[2]
+    polls = misses = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for _ in range(1000):
+            polls += 1
+            misses += not os.path.exists(pb)
+        if os.path.exists(stop):
+            break
+    print(polls, misses)
+""")
+
+
+def test_a_reader_never_sees_the_export_missing_during_overwrites(tmp_path):
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(0.0), path)
+    stop = tmp_path / "stop"
+    poller = subprocess.Popen([sys.executable, "-c", POLLER, str(path / "saved_model.pb"),
+                               str(stop)], stdout=subprocess.PIPE, text=True)
+    try:
+        for bias in (1.0, 2.0, 3.0, 4.0):
+            export_for_serving(_biased(bias), path, overwrite=True)
+    finally:
+        stop.write_text("")
+        polls, misses = map(int, poller.communicate(timeout=180)[0].split())
+    assert polls > 0 and misses == 0, f"saved_model.pb was missing in {misses} of {polls} polls"
+    assert _logit0(path) == 4.0 and [p.name for p in path.parent.iterdir()] == ["1"]
+
+
+def test_an_exchange_the_file_system_lacks_falls_back_to_two_renames(tmp_path, monkeypatch):
+    from adpue_tf.serving import target
+
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(1.0), path)
+    for err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        def unsupported(src, dst, err=err):
+            ctypes.set_errno(err)
+            return -1
+
+        monkeypatch.setattr(target, "_EXCHANGE", unsupported)
+        export_for_serving(_biased(float(err)), path, overwrite=True)
+        assert _logit0(path) == float(err) and [p.name for p in path.parent.iterdir()] == ["1"]
+    monkeypatch.setattr(target, "_EXCHANGE", None)  # no renameat2 / renamex_np at all
+    export_for_serving(_biased(5.0), path, overwrite=True)
+    assert _logit0(path) == 5.0 and [p.name for p in path.parent.iterdir()] == ["1"]
+
+
+# Runs target.py alone (standard library only, no TensorFlow): one export that stages
+# a copy of a finished SavedModel and swaps it in, killed (os._exit) at `where`.
+KILLED_EXPORT = textwrap.dedent("""
+    import importlib.util, os, shutil, sys
+    spec = importlib.util.spec_from_file_location("target", sys.argv[1])
+    target = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(target)
+    path, new, where = sys.argv[2:5]
+
+    def die(*args):
+        os._exit(9)
+
+    def write(tmp):
+        shutil.copytree(new, tmp, dirs_exist_ok=True)
+        if where == "while writing":
+            die()
+
+    if where == "after the exchange":
+        exchange = target._exchange
+        target._exchange = lambda src, dst: exchange(src, dst) and die()
+    elif where == "between the two renames":
+        target._EXCHANGE = None
+        rename, calls = os.rename, []
+
+        def killing_rename(src, dst):
+            calls.append(src)
+            if len(calls) == 2:
+                die()
+            rename(src, dst)
+
+        os.rename = killing_rename
+    target._export_into(path, write, overwrite=True)
+    sys.exit(3)  # never reached: every case dies
+""")
+
+
+@pytest.mark.parametrize("where", ["while writing", "after the exchange",
+                                   "between the two renames"])
+def test_a_killed_export_leaves_a_whole_model_and_the_next_one_cleans_up(tmp_path, where):
+    from adpue_tf.serving import target
+
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(1.0), path)
+    new = export_for_serving(_biased(2.0), tmp_path / "new")
+    # Not ours: a user's look-alike, another target's leftovers, a longer suffix, a file.
+    decoys = [".1.old-mine/", ".2.tmp-abcdefgh/", ".1.tmp-abcdefghi/", ".1.tmp-abcdefgh.bak/",
+              ".10.old-abcdefgh/", ".1.tmp-ABCDEFGH/", ".1.tmp-zzzzzzzz"]
+    for name in decoys:
+        if name.endswith("/"):
+            (path.parent / name / "keep.txt").parent.mkdir()
+            (path.parent / name / "keep.txt").write_text("mine")
+        else:
+            (path.parent / name).write_text("mine")
+    proc = subprocess.run([sys.executable, "-c", KILLED_EXPORT, target.__file__, str(path),
+                           new, where], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    ours = sorted(set(os.listdir(path.parent)) - {"1"} - {d.rstrip("/") for d in decoys})
+    assert [re.sub("-.*", "", n) for n in ours] == {
+        "while writing": [".1.tmp"], "after the exchange": [".1.tmp"],
+        "between the two renames": [".1.old", ".1.tmp"]}[where], ours
+    if where == "between the two renames":  # the fallback's window: nothing at `path`
+        assert not path.exists()
+        # The next export puts the old model back before anything else ...
+        with pytest.raises(FileExistsError, match="already holds a SavedModel"):
+            export_for_serving(_biased(3.0), path)
+        assert _logit0(path) == 1.0
+    else:  # the old or the new model, whole, at `path`
+        assert _logit0(path) == (1.0 if where == "while writing" else 2.0)
+    export_for_serving(_biased(3.0), path, overwrite=True)
+    assert _logit0(path) == 3.0
+    assert sorted(os.listdir(path.parent)) == sorted(["1"] + [d.rstrip("/") for d in decoys])
+    for name in decoys:
+        keep = path.parent / name / "keep.txt" if name.endswith("/") else path.parent / name
+        assert keep.read_text() == "mine"
+
+
+def test_an_export_in_progress_is_not_taken_for_a_leftover(tmp_path):
+    import fcntl
+
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(1.0), path)
+    live, dead = path.parent / ".1.tmp-abcdefgh", path.parent / ".1.old-abcdefgh"
+    for d in (live, dead):
+        d.mkdir()
+        (d / "saved_model.pb").write_bytes(b"")
+    fd = os.open(live, os.O_RDONLY)  # what a running export holds on its directory
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        export_for_serving(_biased(2.0), path, overwrite=True)
+    finally:
+        os.close(fd)
+    assert sorted(os.listdir(path.parent)) == sorted(["1", live.name]) and _logit0(path) == 2.0

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import keras
@@ -25,7 +23,7 @@ from adpue_tf.serving.signatures import (
     _lookup_layers,
     example_spec,
 )
-from adpue_tf.serving.target import _check_target, _swap_in, _swap_lock
+from adpue_tf.serving.target import _check_target, _export_into
 from adpue_tf.serving.warmup import WARMUP_FILE, _warmup_records
 
 __all__ = ["export_for_serving"]
@@ -89,13 +87,30 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     Nothing is lost: ``path`` must be new, an empty directory, or (with
     ``overwrite=True``) a SavedModel directory that holds nothing but a
     SavedModel's own entries (``saved_model.pb`` or ``saved_model.pbtxt``,
-    ``fingerprint.pb``, ``keras_metadata.pb``, ``variables/``, ``assets/``,
-    ``assets.extra/``). A SavedModel is replaced by two renames after the new
-    export is complete; if anything fails the old export stays. Any other file
-    or directory (one with a file a user put beside the model, a TF Serving
-    base directory holding versions ``1/``, ``2/``, ..., a path under a file,
-    the working directory or one above it, ``""``) is refused before anything
-    is written, naming what is there. Exports to one path from several threads
+    ``fingerprint.pb``, ``keras_metadata.pb``, ``variables/`` with TensorFlow's
+    variable files, ``assets/`` with the files the SavedModel references, and
+    ``assets.extra/``). The user's own files in ``assets.extra/`` (any depth)
+    are copied into the new export; its ``tf_serving_warmup_requests`` is
+    replaced by the new warm-up requests when ``warmup_rows`` is given, and
+    refused by name otherwise (it may not fit the new model). Any other file
+    or directory (a file a user put beside the model or inside ``variables/``
+    or ``assets/``, a TF Serving base directory holding versions ``1/``,
+    ``2/``, ..., a path under a file, the working directory or one above it,
+    ``""``) is refused before anything is written, naming what is there.
+
+    The swap is atomic where the system has an atomic exchange (Linux 3.15+
+    ``renameat2(RENAME_EXCHANGE)`` on ext4, XFS, Btrfs, tmpfs and most local
+    file systems; macOS ``renamex_np(RENAME_SWAP)`` on APFS): a reader of
+    ``path`` finds the old SavedModel or the new one, never none, and a killed
+    export leaves one of them whole at ``path``. Elsewhere (Windows, NFS and
+    other file systems that answer ``EINVAL``/``ENOSYS``/``ENOTSUP``) it falls
+    back to two renames, between which ``path`` is briefly missing; a kill
+    there leaves the old model in ``.<name>.old-XXXXXXXX`` beside ``path``,
+    and the next export to ``path`` moves it back first. If anything fails the
+    old export stays. The temporary directories of killed exports
+    (``.<name>.tmp-XXXXXXXX``, ``.<name>.old-XXXXXXXX`` beside ``path``) are
+    removed by the next export to the same ``path`` (POSIX), never those of a
+    running export or any other name. Exports to one path from several threads
     or processes take turns for the swap: each ends with one complete model
     (the last one) and no temporary directory, or with a clear error.
 
@@ -130,7 +145,8 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             ``serving_path("export", "ranker", 1)``.
         from_logits: whether the model outputs logits. Default: the
             ``from_logits`` attribute of the compiled loss.
-        overwrite: replace ``path`` if it holds a SavedModel.
+        overwrite: replace ``path`` if it holds a SavedModel (keeping the
+            user's files in its ``assets.extra/``).
         warmup_rows: a few example rows (an array ``(n, *feature_shape)``, or
             for a feature-dict model a dict of arrays with ``n`` rows each) to
             write as TF Serving warm-up requests in
@@ -150,7 +166,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             ``from_logits`` is None and the compiled loss does not tell; if
             ``path`` is empty, the working directory or one of its ancestors,
             lies under a file, or holds anything but a SavedModel's own entries
-            (the message says what is there); if the model breaks the
+            (the message says what is there); if ``overwrite`` would drop the
+            old ``assets.extra/tf_serving_warmup_requests`` (no
+            ``warmup_rows``); if the model breaks the
             logits/probabilities convention ``from_logits`` says;
             a single input that is not float; a named feature whose key cannot
             name a serving input, or whose shape is not fixed.
@@ -182,7 +200,7 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     logits_out = resolve_from_logits(model, from_logits)
     if not isinstance(overwrite, bool):
         raise TypeError(f"`overwrite` must be True or False, got {overwrite!r}.")
-    path = _check_target(path, overwrite)
+    path = _check_target(path, overwrite, warmup=warmup_rows is not None)
     warmup = None if warmup_rows is None else _warmup_records(
         warmup_rows, specs if specs is not None else
         {INPUT_NAME: tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)},
@@ -240,20 +258,13 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     for endpoint in endpoints:
         endpoint.get_concrete_function()  # trace now: output checks before touching the disk
 
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
-    try:
-        archive.write_out(tmp, verbose=False)
+    def write(directory: str) -> None:
+        archive.write_out(directory, verbose=False)
         if warmup is not None:
-            os.makedirs(os.path.join(tmp, WARMUP_FILE.split("/")[0]))
-            with tf.io.TFRecordWriter(os.path.join(tmp, *WARMUP_FILE.split("/"))) as writer:
+            os.makedirs(os.path.join(directory, WARMUP_FILE.split("/")[0]))
+            with tf.io.TFRecordWriter(os.path.join(directory, *WARMUP_FILE.split("/"))) as writer:
                 for record in warmup:
                     writer.write(record)
-        with _swap_lock(parent):  # concurrent exports to one path take turns here
-            _check_target(path, overwrite)  # again: something may have appeared meanwhile
-            _swap_in(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    _export_into(path, write, overwrite=overwrite, warmup=warmup is not None)
     return path
