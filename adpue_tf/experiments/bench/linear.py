@@ -135,12 +135,12 @@ def run_linear(cfg: table1.LinearBenchConfig, out_dir: str | Path, *,
     choices: dict[float, dict[float, dict[str, Any]]] = {
         r: {a: {} for a in cfg.alphas} for r in rates}
     total, done = len(rates) * len(cfg.alphas) * len(present), 0
-    files, path = Results(out, "linear"), out / "linear.md"
+    written, path = Results(out, "linear"), out / "linear.md"
 
     def write() -> None:
         nonlocal path
         wall = time.monotonic() - start
-        path = files.write(done, total, json.dumps(
+        path = written.write(done, total, json.dumps(
             {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
              "results": {str(a): r for a, r in by_rate[rates[0]].items()},
              "exposure_rates": list(rates),

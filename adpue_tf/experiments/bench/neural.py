@@ -50,12 +50,12 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
     bar = Progress(len(present) * len(cfg.ratios) * cfg.trials * len(methods), stream=progress)
     results: dict[str, dict[float, list[dict]]] = {}
     total, done = len(present) * len(cfg.ratios), 0
-    files, path = Results(out, "neural"), out / "neural.md"
+    written, path = Results(out, "neural"), out / "neural.md"
 
     def write(plots: list[str]) -> None:
         nonlocal path
         wall = time.monotonic() - start
-        path = files.write(done, total, json.dumps(
+        path = written.write(done, total, json.dumps(
             {"provenance": prov, "config": {k: _hidden(v) for k, v in vars(cfg).items()},
              "wall_seconds": wall, "settings_done": done,
              "settings_total": total,
