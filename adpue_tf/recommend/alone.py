@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -24,13 +24,11 @@ from adpue_tf.recommend.full_batch import fit, fits, install_loop, uninstall_loo
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
+    Settings,
     StopWhenStale,
     compile_for_fit,
     steps_per_epoch,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from adpue_tf.recommend.candidates import Settings
 
 __all__ = ["Failed", "train_alone"]
 

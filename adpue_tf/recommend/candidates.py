@@ -26,7 +26,6 @@ name                  what it trains                                        epoc
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import operator
 from collections.abc import Callable, Hashable
@@ -36,6 +35,7 @@ import keras
 import numpy as np
 
 from adpue_tf import losses
+from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid as _sigmoid
 from adpue_tf._internal.seeding import seed_net
 from adpue_tf.callbacks import RefreshDagger
@@ -59,35 +59,27 @@ from adpue_tf.recommend.names import (
     THETA_FEATURE_NET,
     THETA_FLOOR,
 )
-from adpue_tf.recommend.train import logits, pu_batches, steps_per_epoch
+from adpue_tf.recommend.train import Settings, logits, pu_batches, steps_per_epoch
 from adpue_tf.validation.scores import brier_unchecked
 
 __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES", "DERIVED",
            "PREDICTS_WITH_THETA", "PREFERRED", "Failed", "Settings", "Stage", "net_seed"]
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """What every candidate's training shares (see :func:`adpue_tf.fit_pue`)."""
-
-    epochs: int
-    batch_size: int
-    min_steps: int
-    rounds: int
-    seed: int
-    optimizer: Callable[[], Any]
-    patience: int | None = None
-    jit_compile: bool = False
-
 
 def net_seed(seed: int, name: str, fold: int) -> int:
     """The seed of net ``name`` (and of its shuffles) in the stage of ``fold``, fit_pue's ``seed``.
 
+    Any ``seed >= 0`` is taken (a date such as ``20240601``, ``2**63``): the
+    result is reduced modulo ``2**32``, the range Keras's and NumPy's seeds
+    take. Below ``2**32`` two seeds give two different seeds of each net
+    (``1009`` is odd, so ``seed -> 1009·seed mod 2**32`` is one-to-one).
+
     Example:
-        >>> net_seed(0, "theta", 0), net_seed(0, "bce_w", 1)
-        (0, 7920)
+        >>> net_seed(0, "theta", 0), net_seed(0, "bce_w", 1), net_seed(2**32, "theta", 0)
+        (0, 7920, 0)
     """
     index = CANDIDATES.index(name) + 1 if name in CANDIDATES else 0
-    return seed * 1009 + index + 7919 * fold
+    return (seed * 1009 + index + 7919 * fold) % 2**32
 
 
 class Stage:
@@ -192,6 +184,19 @@ class Stage:
         seed_net(seed)  # the kernel cache kept (see seed_net)
         return self.build_net()
 
+    def probabilities(self, name: str, x: Any) -> np.ndarray:
+        """The trained ``name``'s probabilities on rows ``x``: a column another net trains on.
+
+        Raises:
+            Failed: if ``name`` failed, or gives NaN on some row (the features
+                are too large for it: another net cannot train on that).
+        """
+        p = _sigmoid(logits(self.get(name), x))
+        if not np.all(np.isfinite(p)):
+            raise Failed(f"{name}'s outputs on {int(np.sum(~np.isfinite(p)))} training row(s) "
+                         f"{DIVERGED} (NaN): features too large for the net? Scale them.")
+        return p
+
     def seed_of(self, name: str) -> int:
         """The seed of net ``name`` (and of its shuffles) in this stage."""
         return net_seed(self.cfg.seed, name, self.fold)
@@ -276,7 +281,7 @@ class Stage:
         y = pack_pu(self.pu.y)
         if with_theta:
             if self._theta_pu is None:
-                self._theta_pu = _sigmoid(logits(self.get("theta"), self.pu.x))
+                self._theta_pu = self.probabilities("theta", self.pu.x)
             y = np.concatenate([y, self._theta_pu[:, None].astype(np.float32)], axis=1)
         return y
 
@@ -329,7 +334,7 @@ class Stage:
                         lambda z: RatioLogit(floor=THETA_FLOOR)(z))
 
     def _train_elkan_noto(self) -> None:
-        p = _sigmoid(logits(self.get("bce_w"), self.pu.x))
+        p = self.probabilities("bce_w", self.pu.x)
         c = float(np.clip(p[self.pu.y == 1].mean(), THETA_FLOOR, 1.0))
         self._composite("elkan_noto", ("bce_w",), lambda z: RatioLogit(constant=c)(z[0]))
 

@@ -22,8 +22,8 @@ from keras import ops
 
 from adpue_tf._internal.guards import probability_to_logit
 
-__all__ = ["ProbabilityMean", "RatioLogit", "ThetaFeature", "compose", "input_structure",
-           "inputs_like"]
+__all__ = ["ProbabilityMean", "RatioLogit", "ThetaFeature", "compose", "distinct_names",
+           "input_structure", "inputs_like"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -167,5 +167,30 @@ def compose(nets: dict[str, keras.Model], head: Callable[[dict[str, Any]], Any],
     Returns:
         A functional ``keras.Model`` taking the nets' inputs.
     """
+    distinct_names(list(nets.values()))
     inputs = inputs_like(next(iter(nets.values())))
     return keras.Model(inputs, head({n: net(inputs) for n, net in nets.items()}), name=name)
+
+
+def distinct_names(nets: list[keras.Model]) -> None:
+    """Rename the nets whose name another of ``nets`` has, so they can meet in one model.
+
+    A functional model refuses two operations of one name, and every net of
+    one ``build_net`` has the name it fixes (``keras.Sequential(...,
+    name="net")``). A repeated name gets a suffix from Keras's own counter
+    (as Keras names layers), so it is new in the process too; a net whose
+    name is already unique keeps it.
+
+    Example:
+        >>> import keras
+        >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="n")
+        >>> nets = [build(), build()]
+        >>> distinct_names(nets)
+        >>> nets[0].name == "n", nets[1].name != "n"
+        (True, True)
+    """
+    seen: set[str] = set()
+    for net in nets:
+        while net.name in seen:
+            net.name = f"{net.name}_{keras.backend.get_uid(net.name)}"
+        seen.add(net.name)

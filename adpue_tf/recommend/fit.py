@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from adpue_tf._internal.checks import check_bool, check_int
+from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import Settings, Stage, net_seed
@@ -42,14 +43,16 @@ from adpue_tf.recommend.inputs import (
     check_ids,
     check_inputs,
     check_labels,
+    check_logit,
     check_net,
     check_same_features,
+    check_whole,
     scale_hint,
     shift_hint,
 )
 from adpue_tf.recommend.joint import train_needed
 from adpue_tf.recommend.names import CANDIDATES, DEFAULT_CANDIDATES, PREFERRED
-from adpue_tf.recommend.overlap import warn_overlap
+from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_overlap
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
@@ -266,7 +269,9 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             net, again = check_net(builder, ahead)
             built[key] = dict(zip(ahead, (net, again)))
             check_inputs(net, pu)
+            check_whole(net, pu, ex)
             check_ids(net, pu, ex)
+            check_logit(net, pu)
             hints[key] = scale_hint(net, pu)
     check_labels(pu, ex, 1)
     for warning in dict.fromkeys((*hints.values(), shift_hint(pu, ex))):
@@ -320,6 +325,11 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     trained = sel.trained
     calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
     warn_overlap(calibration)
+    if sel.theta_ok:
+        contradiction = unexposed_positives_warning(
+            sel.pooled.w, sigmoid(sel.pooled.logits("theta")[0]))
+        if contradiction is not None:
+            warnings.warn(contradiction, UserWarning, stacklevel=3)
     return PUEFit(
         model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
         brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,

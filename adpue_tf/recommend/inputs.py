@@ -26,8 +26,9 @@ from adpue_tf._internal.seeding import seed_net
 from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
 
-__all__ = ["check_builders", "check_fresh", "check_ids", "check_inputs", "check_labels", "check_net",
-           "check_same_features", "scale_hint", "shift_hint"]
+__all__ = ["check_builders", "check_fresh", "check_ids", "check_inputs", "check_labels",
+           "check_logit", "check_net", "check_same_features", "check_whole", "scale_hint",
+           "shift_hint"]
 
 
 def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
@@ -57,14 +58,59 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
     if len(outputs) != 1 or tuple(outputs[0].shape[1:]) != (1,):
         raise ValueError("`build_net()` must return a model with one output of shape "
                          f"(batch, 1), a logit; got {[tuple(o.shape) for o in outputs]}.")
-    activation = getattr(getattr(net.layers[-1], "activation", None), "__name__", None)
-    if activation in ("sigmoid", "softmax"):
-        raise ValueError(f"`build_net()` must output a logit, but its last layer applies "
-                         f"{activation}; drop the activation (fit_pue applies the sigmoid).")
     seed_net(seeds[1])
     again = build_net()
     check_fresh(net, again)
     return net, again
+
+
+#: Rows :func:`check_logit` calls a net on, and the draws of random weights.
+LOGIT_ROWS, LOGIT_DRAWS = 64, 2
+
+
+def check_logit(net: keras.Model, pu: Rows) -> None:
+    """``net`` outputs a logit, not a probability: checked by what it computes.
+
+    The net is called on a few rows of ``x_pu`` with its trainable weights
+    drawn anew from ``N(0, 1)`` (twice, then put back). A logit's outputs
+    then spread over the real line; a net that ends in a sigmoid, a hard
+    sigmoid, a softmax or a clip to ``[0, 1]`` (a layer's activation or
+    ``keras.ops.sigmoid`` on its output alike) stays in ``[0, 1]`` whatever
+    its weights. Trained as if it gave logits it would be stuck between
+    0.5 and 0.73, so it is refused by name.
+
+    Raises:
+        ValueError: if every output lies in ``[0, 1]`` under both draws.
+    """
+    take = np.linspace(0, len(pu) - 1, min(LOGIT_ROWS, len(pu))).astype(np.int64)
+    x = pu.take(take).x
+    variables = [v for v in net.trainable_weights if "float" in str(v.dtype)]
+    saved = [v.numpy() for v in variables]
+    rng = np.random.default_rng(0)
+    bounded = True
+    try:
+        for _ in range(LOGIT_DRAWS):
+            for v, old in zip(variables, saved):
+                v.assign(rng.standard_normal(old.shape).astype(old.dtype))
+            z = np.asarray(keras.ops.convert_to_numpy(net(x, training=False)), np.float64)
+            # Equal outputs on every row (rows all alike) tell nothing either way.
+            if (not np.isfinite(z).all() or z.size < 2 or np.ptp(z) == 0
+                    or z.min() < 0.0 or z.max() > 1.0):
+                bounded = False
+                break
+    except Exception:  # noqa: BLE001 - a net the checks let through but cannot call here
+        bounded = False  # its own error comes, clearer, from the first training step
+    finally:
+        for v, old in zip(variables, saved):
+            v.assign(old)
+    if bounded:
+        last = getattr(net.layers[-1], "activation", None)
+        how = (f"its last layer applies {last.__name__}" if getattr(last, "__name__", "linear")
+               != "linear" else "it ends in a sigmoid or another map into [0, 1]")
+        raise ValueError(
+            "`build_net()` must output a logit, but its model's outputs stay in "
+            f"[0, 1] whatever its weights ({how}): drop the final activation or "
+            "`keras.ops.sigmoid` (fit_pue applies the sigmoid itself).")
 
 
 def check_fresh(net: keras.Model, again: object) -> None:
@@ -152,6 +198,30 @@ def check_inputs(net: keras.Model, pu: Rows) -> None:
             what = "`x_pu` and `x_e`" if key == "x_pu" else f"feature {key!r} of `x_pu`"
             raise ValueError(f"{what}: rows of shape {row} do not fit `build_net()`'s model, "
                              f"whose input takes rows of shape {ref}.")
+
+
+def check_whole(net: keras.Model, pu: Rows, e: Rows) -> None:
+    """Float features given to an integer input of ``net`` hold whole numbers, in both logs.
+
+    Ids as floats (``0.5``, ``1.5``) would be truncated by the cast to the
+    input's dtype; refused by name, with a value.
+    """
+    structure = _structure(net)
+    named = structure.items() if isinstance(structure, dict) else [(None, structure)]
+    for key, t in named:
+        if "int" not in str(getattr(t, "dtype", "")):
+            continue
+        for arg, rows in (("x_pu", pu), ("x_e", e)):
+            flat = np.ravel(rows.x[key] if key is not None else rows.x)
+            if flat.dtype.kind != "f":
+                continue
+            odd = flat[flat != np.round(flat)]
+            if odd.size:
+                what = f"`{arg}`" if key is None else f"feature {key!r} of `{arg}`"
+                raise TypeError(f"{what} holds {odd.size} non-integer value(s) (e.g. "
+                                f"{float(odd[0]):.10g}), but `build_net()`'s model takes "
+                                f"{t.dtype} there: the cast would truncate them. Pass whole "
+                                "numbers (ids as integers).")
 
 
 def check_ids(net: keras.Model, pu: Rows, e: Rows) -> None:
@@ -270,7 +340,34 @@ def check_same_features(pu: Rows, e: Rows) -> None:
                          f"and {layout(e.x)}.")
 
 
+#: Standard errors by which ``mean(w)`` may exceed ``mean(e)`` before :func:`check_labels` refuses.
+LABEL_SE = 4.0
+
+
 def check_labels(pu: Rows, e: Rows, held: int) -> None:
+    """The labels could come from ``W = E·Y`` on two draws of one population, and are enough.
+
+    ``W = 1`` needs ``E = 1``, so the share of observed positives cannot
+    exceed the exposure log's share of exposed rows: ``mean(w) > mean(e)`` by
+    more than :data:`LABEL_SE` standard errors (or ``w`` equal to 1 on every
+    row) is refused with both numbers. Such labels are a swapped argument, a
+    PU log whose negatives were down-sampled, or logs of two populations; no
+    estimate of ``p(y=1|x)`` from them means anything.
+    """
+    n_w, n_e = len(pu), len(e)
+    if n_w and pu.y.min() == 1:
+        raise ValueError(f"`w` is 1 on all {n_w} rows; W = E·Y needs rows that were not "
+                         "exposed or not positive (W = 0). Is `w` the right column?")
+    mean_w, mean_e = float(pu.y.mean()) if n_w else 0.0, float(e.y.mean()) if n_e else 0.0
+    se = np.sqrt(mean_w * (1 - mean_w) / max(n_w, 1) + mean_e * (1 - mean_e) / max(n_e, 1))
+    if n_w and n_e and mean_w - mean_e > LABEL_SE * se:
+        raise ValueError(
+            f"`w` has more observed positives (mean {mean_w:.4g} over {n_w} rows) than the "
+            f"exposure log has exposed rows (`e`: mean {mean_e:.4g} over {n_e} rows). W = E·Y "
+            "is 1 only on exposed rows, so mean(w) <= mean(e) when both logs draw from one "
+            "population. Check that `w` and `e` are not swapped, that the PU log keeps every "
+            "W = 0 row (no down-sampled negatives) and that both logs cover the same "
+            "population and period.")
     if pu.y.sum() < 2:
         raise ValueError(f"`w` has {int(pu.y.sum())} observed positive(s); fit_pue needs at "
                          "least 2 (some for training, some held out).")

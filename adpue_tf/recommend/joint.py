@@ -31,11 +31,11 @@ import tensorflow as tf
 
 from adpue_tf import risks
 from adpue_tf._internal.guards import DIVERGED
-from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import Source, pack_pu
-from adpue_tf.recommend.compose import inputs_like
+from adpue_tf.recommend.alone import Failed
+from adpue_tf.recommend.compose import distinct_names, inputs_like
 from adpue_tf.recommend.full_batch import fit, fits, install_loop, whole, whole_pue
 from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
@@ -43,7 +43,6 @@ from adpue_tf.recommend.train import (
     HeldOutScore,
     StopWhenStale,
     compile_for_fit,
-    logits,
     pu_batches,
     steps_per_epoch,
 )
@@ -199,7 +198,14 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     theta_pu = np.full((len(pu), folds), 0.5, np.float32)
     if any(n in LATER for _, n in jobs):
         for s, st in enumerate(stages):
-            theta_pu[:, s] = sigmoid(logits(st.get("theta"), pu.x))
+            try:
+                theta_pu[:, s] = st.probabilities("theta", pu.x)
+            except Failed as err:  # no θ̂ column: this stage's nets of the pass fail with it
+                for _, name in (job for job in jobs if job[0] == s):
+                    st.failed[name] = f"{name} needs θ̂: {err}"
+        jobs = [(s, n) for s, n in jobs if n not in stages[s].failed]
+        if not jobs:
+            return
     fresh = []
     for s, name in jobs:
         stages[s].progress(name)
@@ -212,6 +218,7 @@ def train_together(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: R
     layout = None if pu_only or full else batch_layout(len(pu), len(e), cfg.batch_size)
 
     def build(nets: Sequence[keras.Model]) -> keras.Model:
+        distinct_names(list(nets))
         inputs = inputs_like(nets[0])
         outs = [call_on_rows(net, inputs, name, layout) for net, (_, name) in zip(nets, jobs)]
         model = keras.Model(inputs, outs[0] if len(outs) == 1 else

@@ -25,7 +25,8 @@ import numpy as np
 
 from adpue_tf.recommend.names import THETA_FLOOR
 
-__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning", "warn_overlap"]
+__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning",
+           "unexposed_positives_warning", "warn_overlap"]
 
 #: ``θ̂`` below this counts as barely exposed (the floor on ``θ̂`` of Ratio and IPS).
 LOW_EXPOSURE = THETA_FLOOR
@@ -79,3 +80,35 @@ def warn_overlap(calibration: dict[str, float]) -> None:
     message = overlap_warning(calibration["low_exposure_share"]) if calibration else None
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=4)  # fit_pue, its decorator, the caller
+
+
+def unexposed_positives_warning(w: np.ndarray, theta: np.ndarray) -> str | None:
+    """A warning when ``W = 1`` is common where the exposure log (``θ̂``) almost never exposes.
+
+    ``W = E·Y`` gives ``P(W=1|x) = θ(x)·p(x) <= θ(x)``: among rows with
+    ``θ̂ <`` :data:`LOW_EXPOSURE`, the count of ``W = 1`` is at most about
+    ``Σ θ̂`` over them. More than that plus four Poisson standard deviations
+    (and 4 rows) means the PU log's positives sit where the exposure log
+    shows nothing: logs of two populations or periods, or ``θ̂`` badly wrong.
+
+    Args:
+        w: ``W`` of the held-out PU rows.
+        theta: ``θ̂`` of the same rows.
+
+    Returns:
+        The sentence to warn with, or None.
+
+    Example:
+        >>> unexposed_positives_warning(np.ones(50), np.full(50, 0.01)).split(";")[0]
+        'W = 1 on 50 held-out PU rows where θ̂ < 0.05'
+        >>> unexposed_positives_warning(np.zeros(50), np.full(50, 0.01)) is None
+        True
+    """
+    low = np.asarray(theta, np.float64) < LOW_EXPOSURE
+    count, bound = float(np.sum(np.asarray(w)[low])), float(np.sum(np.asarray(theta)[low]))
+    if count <= bound + 4.0 * np.sqrt(bound) + 4.0:
+        return None
+    return (f"W = 1 on {count:.0f} held-out PU rows where θ̂ < {LOW_EXPOSURE:g}; W = E·Y allows "
+            f"about {bound:.1f} there (W = 1 needs an exposure, which the exposure log almost "
+            "never shows on such rows). The two logs look like different populations or "
+            "periods, or θ̂ is badly wrong there: p(y=1|x) from them is not identified.")

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Callable
@@ -29,8 +30,23 @@ from adpue_tf._internal.guards import MAX_LOGIT
 from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.data._streams import gathered_batches
 
-__all__ = ["HeldOutScore", "StopWhenStale", "as_logits", "compile_for_fit", "finite_logits",
-           "logits", "outputs", "pu_batches", "steps_per_epoch", "usable_score"]
+__all__ = ["HeldOutScore", "Settings", "StopWhenStale", "as_logits", "compile_for_fit",
+           "finite_logits", "logits", "outputs", "pu_batches", "steps_per_epoch", "usable_score"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What every candidate's training shares (see :func:`adpue_tf.fit_pue`)."""
+
+    epochs: int
+    batch_size: int
+    min_steps: int
+    rounds: int
+    seed: int
+    optimizer: Callable[[], Any]
+    patience: int | None = None
+    jit_compile: bool = False
+
 
 #: Rows per call when a net scores held-out rows.
 _SCORE_BATCH = 8192

@@ -1,0 +1,277 @@
+"""fit_pue on what users write: fixed net names, large seeds, probability outputs, labels W = E·Y
+cannot give, float ids, masked arrays, huge features; and models of another input form given
+as ``exposure_model``. Each case failed (or was silent) before its fix."""
+
+from __future__ import annotations
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+import adpue_tf as adp
+from adpue_tf.recommend.candidates import net_seed
+
+FAST = dict(epochs=1, min_steps=4, batch_size=128, verbose=0)
+SOME = ["bce_w", "brier", "likelihood", "blend"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return adp.synthetic.synthetic_pue(500, 500, seed=0)
+
+
+def linear(**kwargs):
+    return lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], **kwargs)
+
+
+def _fit(data, build=None, **changes):
+    args = dict(x_pu=data.x_pu, w=data.w_pu, x_e=data.x_e, e=data.e_e)
+    options = dict(FAST, candidates=["bce_w", "brier", "likelihood"])
+    for k, v in changes.items():
+        (args if k in args else options)[k] = v
+    return adp.fit_pue(build or linear(), args["x_pu"], args["w"], args["x_e"], args["e"],
+                       **options)
+
+
+# -- nets with a fixed name ---------------------------------------------------------------
+def test_a_net_with_a_fixed_name_trains_in_the_joint_pass_and_in_the_blend(data, tmp_path):
+    fit = _fit(data, linear(name="net"), candidates=SOME)
+    assert set(fit.scores) == set(SOME)
+    blend = fit.candidates["blend"]  # four nets of one name meet in one model
+    names = [layer.name for layer in blend.layers if isinstance(layer, keras.Model)]
+    assert len(names) == len(set(names)) >= 3
+    path = str(tmp_path / "blend.keras")
+    blend.save(path)
+    again = keras.models.load_model(path, safe_mode=False)
+    np.testing.assert_allclose(again.predict(data.x_pu[:8], verbose=0),
+                               blend.predict(data.x_pu[:8], verbose=0), rtol=1e-6, atol=1e-6)
+
+
+def test_a_mapping_of_nets_with_one_fixed_name(data):
+    fit = _fit(data, {"a": linear(name="net"), "b": linear(name="net")})
+    assert fit.net in ("a", "b") and set(fit.net_scores) == {"a", "b"}
+
+
+def test_distinct_names_renames_only_repeats():
+    from adpue_tf.recommend.compose import distinct_names
+
+    nets = [linear(name="n")() for _ in range(3)] + [linear(name="other")()]
+    distinct_names(nets)
+    assert nets[0].name == "n" and nets[3].name == "other"
+    assert len({n.name for n in nets}) == 4
+
+
+# -- seeds of any size --------------------------------------------------------------------
+def test_net_seed_takes_any_seed_and_keeps_small_ones():
+    assert net_seed(0, "theta", 0) == 0 and net_seed(3, "bce_w", 1) == 3 * 1009 + 1 + 7919
+    for seed in (20240601, 2**32 - 1, 2**40, 2**63 + 5):
+        assert 0 <= net_seed(seed, "blend", 2) < 2**32
+    seeds = [net_seed(s, "bce_w", 0) for s in range(4_000_000, 4_400_000, 997)]
+    assert len(set(seeds)) == len(seeds)  # one-to-one below 2**32 (1009 is odd)
+
+
+@pytest.mark.parametrize("seed", [20240601, 2**40])
+def test_fit_pue_takes_a_date_or_a_huge_seed(data, seed):
+    a = _fit(data, seed=seed)
+    b = _fit(data, seed=seed)
+    assert a.choice == b.choice
+    np.testing.assert_array_equal(a.model.predict(data.x_pu[:16], verbose=0),
+                                  b.model.predict(data.x_pu[:16], verbose=0))
+
+
+# -- nets that output probabilities -------------------------------------------------------
+def _ops_sigmoid():
+    x = keras.Input((2,))
+    return keras.Model(x, keras.ops.sigmoid(keras.layers.Dense(1)(x)))
+
+
+def _clip():
+    x = keras.Input((2,))
+    return keras.Model(x, keras.ops.clip(keras.layers.Dense(1)(x), 0.0, 1.0))
+
+
+PROBABILITY_NETS = {
+    "ops.sigmoid": _ops_sigmoid,
+    "hard_sigmoid": lambda: keras.Sequential([keras.Input((2,)),
+                                              keras.layers.Dense(1, "hard_sigmoid")]),
+    "Activation layer": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(4),
+                                                  keras.layers.Dense(1),
+                                                  keras.layers.Activation("sigmoid")]),
+    "Dense sigmoid": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "sigmoid")]),
+    "clip to [0, 1]": _clip,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBABILITY_NETS))
+def test_a_net_that_outputs_probabilities_is_refused(data, name):
+    with pytest.raises(ValueError, match=r"must output a logit, but its model's outputs stay "
+                                         r"in \[0, 1\] whatever its weights"):
+        _fit(data, PROBABILITY_NETS[name])
+
+
+def _tanh_logit():
+    x = keras.Input((2,))
+    return keras.Model(x, 8.0 * keras.layers.Dense(1, "tanh")(x))
+
+
+LOGIT_NETS = {
+    "relu logit": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "relu")]),
+    "scaled tanh": _tanh_logit,
+    "mlp": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, "sigmoid"),
+                                     keras.layers.Dense(1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGIT_NETS))
+def test_a_logit_net_is_not_mistaken_for_probabilities(data, name):
+    from adpue_tf.data.rows import as_rows
+    from adpue_tf.recommend.inputs import check_logit
+
+    net = LOGIT_NETS[name]()
+    before = [v.numpy().copy() for v in net.weights]
+    check_logit(net, as_rows("x_pu", data.x_pu, "w", data.w_pu))
+    for old, v in zip(before, net.weights):  # the weights are put back
+        np.testing.assert_array_equal(old, v.numpy())
+
+
+# -- labels that W = E·Y cannot give -------------------------------------------------------
+def test_more_positives_than_exposures_is_refused_with_the_numbers(data):
+    rng = np.random.default_rng(0)
+    w = (rng.random(500) < 0.9).astype(float)
+    e = (rng.random(500) < 0.2).astype(float)
+    with pytest.raises(ValueError, match=r"`w` has more observed positives \(mean 0\.\d+ over "
+                                         r"500 rows\) than the exposure log has exposed rows "
+                                         r"\(`e`: mean 0\.\d+ over 500 rows\)"):
+        _fit(data, w=w, e=e)
+
+
+def test_w_all_ones_is_refused(data):
+    with pytest.raises(ValueError, match="`w` is 1 on all 500 rows"):
+        _fit(data, w=np.ones(500))
+
+
+def test_swapped_logs_at_a_small_gap_are_accepted(data):
+    # mean(w) a little above mean(e) by chance (well within 4 SE) is no contradiction
+    from adpue_tf.data.rows import Rows
+    from adpue_tf.recommend.inputs import check_labels
+
+    w = np.r_[np.ones(110), np.zeros(390)]
+    e = np.r_[np.ones(100), np.zeros(400)]
+    check_labels(Rows(data.x_pu, w), Rows(data.x_e, e), 1)
+
+
+def test_positives_where_the_log_never_exposes_are_warned_about():
+    s = adp.synthetic.synthetic_pue(2000, 2000, dim=3, seed=0)
+    rng = np.random.default_rng(0)
+    e = np.where(s.x_e[:, 0] > 0, 0.0, s.e_e)  # the exposure log never shows x0 > 0 ...
+    w = np.where(s.x_pu[:, 0] > 0, rng.random(2000) < 0.5, 0).astype(float)  # ... W = 1 there
+    build = lambda: keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])  # noqa: E731
+    with pytest.warns(UserWarning, match=r"W = 1 on \d+ held-out PU rows where θ̂ < 0.05; "
+                                         r"W = E·Y allows about [\d.]+ there"):
+        adp.fit_pue(build, s.x_pu, w, s.x_e, e, epochs=8, verbose=0,
+                    candidates=["bce_w", "brier", "likelihood"])
+
+
+def test_the_contradiction_warning_keeps_quiet_on_a_consistent_log():
+    from adpue_tf.recommend.overlap import unexposed_positives_warning
+
+    rng = np.random.default_rng(1)
+    theta = rng.uniform(0.0, 0.1, 20_000)  # many barely exposed rows
+    w = (rng.random(20_000) < theta * rng.uniform(0, 1, 20_000)).astype(float)
+    assert unexposed_positives_warning(w, theta) is None
+    assert unexposed_positives_warning(np.ones(40), np.full(40, 0.01)) is not None
+
+
+# -- ids, masked arrays, huge features -------------------------------------------------------
+def _id_net():
+    u = keras.Input((1,), dtype="int64", name="user")
+    f = keras.Input((2,), name="f")
+    z = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(10, 2)(u)), f])
+    return keras.Model({"user": u, "f": f}, keras.layers.Dense(1)(z))
+
+
+def test_float_ids_with_fractions_are_refused_by_feature(data):
+    rng = np.random.default_rng(0)
+    x_pu = {"user": rng.integers(0, 9, 500) + 0.5, "f": data.x_pu}
+    x_e = {"user": rng.integers(0, 9, 500) + 0.5, "f": data.x_e}
+    with pytest.raises(TypeError, match=r"feature 'user' of `x_pu` holds 500 non-integer "
+                                        r"value\(s\) \(e.g. \d\.5\), but `build_net\(\)`'s "
+                                        r"model takes int64 there"):
+        _fit(data, _id_net, x_pu=x_pu, x_e=x_e)
+
+
+def test_whole_float_ids_train(data):
+    rng = np.random.default_rng(0)
+    x_pu = {"user": rng.integers(0, 9, 500).astype(float), "f": data.x_pu}
+    x_e = {"user": rng.integers(0, 9, 500).astype(float), "f": data.x_e}
+    assert _fit(data, _id_net, x_pu=x_pu, x_e=x_e).model is not None
+
+
+@pytest.mark.parametrize("arg", ["x_pu", "w", "x_e", "e"])
+def test_a_masked_entry_is_refused_by_name(data, arg):
+    value = {"x_pu": data.x_pu, "w": data.w_pu, "x_e": data.x_e, "e": data.e_e}[arg]
+    masked = np.ma.masked_array(value, mask=np.zeros(np.shape(value), bool))
+    masked.mask.flat[3] = True
+    with pytest.raises(ValueError, match=f"`{arg}` is a masked array with 1 masked entry"):
+        _fit(data, **{arg: masked})
+
+
+def test_a_masked_array_with_nothing_masked_is_its_data(data):
+    from adpue_tf.data.rows import as_rows
+
+    x = np.ma.masked_array(data.x_pu, mask=False)
+    np.testing.assert_array_equal(as_rows("x_pu", x, "w", data.w_pu).x,
+                                  data.x_pu.astype(np.float32))
+
+
+def test_features_near_float32s_limit_end_in_the_divergence_message(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the scale hint
+        with pytest.raises(ValueError, match="Every candidate diverged"):
+            _fit(data, x_pu=data.x_pu * 1e30, x_e=data.x_e * 1e30)
+
+
+def test_fit_exposure_model_names_values_beyond_float32(data):
+    x = data.x_e.astype(np.float64) * 1e300
+    with pytest.raises(ValueError, match=r"`x_e` holds [\d.e+]+, beyond the float32 range"):
+        adp.exposure.fit_exposure_model(x, data.e_e)
+
+
+def test_fit_logistic_says_where_a_dict_goes(data):
+    with pytest.raises(TypeError, match="`x` must be one array of features .*got dict; a dict "
+                                        "of features .* goes to fit_exposure_model"):
+        adp.exposure.fit_logistic({"a": data.x_e}, data.e_e)
+
+
+# -- an exposure model of another input form ----------------------------------------------------
+def _dict_rows(x):
+    return {"a": x[:, :1], "b": x[:, 1:]}
+
+
+def _dict_net():
+    a, b = keras.Input((1,), name="a"), keras.Input((1,), name="b")
+    return keras.Model({"a": a, "b": b}, keras.layers.Dense(1)(keras.layers.Concatenate()([a, b])))
+
+
+def test_an_array_exposure_model_on_dict_features_is_named(data):
+    theta = adp.exposure.fit_exposure_model(data.x_e, data.e_e)
+    x_pu, x_e = _dict_rows(data.x_pu), _dict_rows(data.x_e)
+    match = r"`exposure_model` takes one array of features \(rows of shape \(2,\)\), but "
+    with pytest.raises(ValueError, match=match + "the features are a dict"):
+        adp.validation.validation_score(_dict_net(), x_pu, data.w_pu, x_e, data.e_e,
+                                        exposure_model=theta, from_logits=True)
+    with pytest.raises(ValueError, match=match + "the features are a dict"):
+        adp.validation.pue_validation_data(x_pu, data.w_pu, x_e, data.e_e, exposure_model=theta)
+    ds = adp.data.pue_dataset(x_pu, data.w_pu, x_e, data.e_e, batch_size=64)
+    with pytest.raises(ValueError, match=match + "the dataset's features are a dict"):
+        adp.data.with_propensity(ds, theta)
+
+
+def test_a_dict_exposure_model_on_array_features_is_named(data):
+    theta = adp.exposure.fit_exposure_model(_dict_rows(data.x_e), data.e_e)
+    with pytest.raises(ValueError, match=r"`exposure_model` takes a dict of features "
+                                         r"\['a', 'b'\], but the features are one array"):
+        adp.validation.validation_score(linear()(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                                        exposure_model=theta, from_logits=True)
