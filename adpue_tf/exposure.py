@@ -29,7 +29,7 @@ from adpue_tf._internal.convention import check_probability_model
 from adpue_tf._internal.guards import probability_to_logit
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data.rows import Rows, as_rows, layout
-from adpue_tf.labels import check_binary, check_finite
+from adpue_tf.labels import check_binary, check_finite, check_float32_range
 
 __all__ = ["fit_exposure_model", "fit_logistic", "fit_ratio_model", "RatioModel"]
 
@@ -50,10 +50,14 @@ def _check_nonneg(name: str, value: Any, *, below_one: bool = False) -> float:
 
 def _features(name: str, x: Any) -> np.ndarray:
     """Features as a float64 ``(n, ...)`` array; clear errors otherwise."""
-    if isinstance(x, dict) or x is None:
+    if x is None:
         raise TypeError(f"`{name}` must be an array of features (n, ...), a dict of arrays "
-                        f"or a Dataset of rows, got {type(x).__name__}.")
-    arr = check_finite(name, x)
+                        "or a Dataset of rows, got NoneType.")
+    if isinstance(x, dict):  # only fit_logistic's `x` (the others take dicts elsewhere)
+        raise TypeError(f"`{name}` must be one array of features (n, ...), got dict; a dict "
+                        "of features (or a Dataset of rows) goes to fit_exposure_model or "
+                        "fit_ratio_model, which flatten it.")
+    arr = check_float32_range(name, check_finite(name, x))
     if arr.ndim < 2:
         raise ValueError(f"`{name}` must have shape (n, n_features, ...), got shape "
                          f"{arr.shape}.")

@@ -47,7 +47,9 @@ __all__ = [
     "as_real_array",
     "check_binary",
     "check_finite",
+    "check_float32_range",
     "check_packed",
+    "FLOAT32_MAX",
 ]
 
 #: Column index of the observed positive ``W``.
@@ -156,6 +158,28 @@ def check_finite(name: str, value: Any) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"`{name}` contains {bad} NaN or infinite value(s).")
+    return arr
+
+
+#: The largest finite float32: features beyond it would become ``inf`` when cast.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32_range(name: str, arr: np.ndarray) -> np.ndarray:
+    """Return ``arr``, raising if a float in it lies beyond the float32 range (``±3.4e38``).
+
+    Features become float32 for the models; ``1e300`` is finite in float64
+    but ``inf`` after the cast, so it is refused here by name, with its value.
+
+    Example:
+        >>> check_float32_range("x", np.array([1e30])).shape
+        (1,)
+    """
+    if arr.size and arr.dtype.kind == "f":
+        big = float(np.max(np.abs(arr)))
+        if big > FLOAT32_MAX:
+            raise ValueError(f"`{name}` holds {big:g}, beyond the float32 range (±3.4e38); "
+                             "scale the features.")
     return arr
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any
 
+import numpy as np
+
 
 def _real(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
@@ -84,15 +86,26 @@ def check_options(**options: Any) -> dict[str, Any]:
 
 
 def check_dense(name: str, value: Any) -> None:
-    """Refuse sparse features (a SciPy sparse matrix or array, a ``tf.SparseTensor``), naming them.
+    """Refuse sparse features and masked entries (a NumPy masked array), naming them.
 
-    ``np.asarray`` would make one a 0-d object array, refused later only as "not
-    numeric"; this says what it is and how to pass it.
+    A SciPy sparse matrix or array and a ``tf.SparseTensor`` are refused; a
+    ``np.ma.MaskedArray`` is refused when some entry is masked (its stored
+    value under the mask is no data), taken as it is otherwise.
+    ``np.asarray`` would make a sparse one a 0-d object array, refused later
+    only as "not numeric", and read a masked one's hidden values; this says
+    what it is and how to pass it.
 
     Example:
         >>> check_dense("x", [[0.0, 1.0]]) is None
         True
     """
+    if isinstance(value, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(value))
+        if masked:
+            raise ValueError(f"`{name}` is a masked array with {masked} masked entr"
+                             f"{'y' if masked == 1 else 'ies'}: their stored values would be "
+                             "read as data. Fill them (`x.filled(value)`) or drop those rows.")
+        return
     if hasattr(value, "toarray") and hasattr(value, "nnz"):  # SciPy, without importing it
         kind = f"SciPy {type(value).__name__}"
     elif type(value).__name__ == "SparseTensor":

@@ -10,8 +10,8 @@ from typing import Any
 
 import keras
 
-__all__ = ["check_from_logits", "check_one_output", "check_single_tensor", "ends_in_sigmoid",
-           "input_shapes"]
+__all__ = ["check_from_logits", "check_one_output", "check_single_tensor", "check_takes",
+           "ends_in_sigmoid", "input_shapes"]
 
 
 def check_one_output(name: str, net: Any) -> None:
@@ -64,3 +64,41 @@ def check_single_tensor(name: str, out: Any) -> None:
     if isinstance(out, (list, tuple)):
         raise ValueError(f"`{name}` must have a single output (one tensor: a logit or "
                          f"probability per row), got a {type(out).__name__} of {len(out)}.")
+
+
+def check_takes(name: str, model: Any, x: Any, features: str = "the features") -> None:
+    """Refuse features of another form than ``model``'s inputs, naming ``name``.
+
+    A model of one array given a dict of features (or the reverse, or a dict
+    that lacks one of its keys) otherwise fails inside Keras with a structure
+    error that names neither the argument nor the way out. ``x`` is an array,
+    a dict of arrays, or a ``tf.data`` element spec of the same forms. Models
+    whose inputs are not known (subclassed, not built) and callables pass.
+
+    Example:
+        >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> check_takes("exposure_model", m, [[0.0, 1.0]]) is None
+        True
+    """
+    if not isinstance(model, keras.Model):
+        return
+    try:
+        taken = model.inputs[0] if isinstance(model, keras.Sequential) else model.input
+    except (AttributeError, ValueError, IndexError, TypeError):
+        return
+    if isinstance(taken, (list, tuple)) and len(taken) == 1:
+        taken = taken[0]
+    if isinstance(taken, dict):
+        if not isinstance(x, dict):
+            raise ValueError(f"`{name}` takes a dict of features {sorted(taken)}, but "
+                             f"{features} are one array; give a model built on the same "
+                             "features as the data.")
+        missing = sorted(set(taken) - set(x))
+        if missing:
+            raise ValueError(f"`{name}` takes the feature(s) {missing}, which {features} "
+                             f"lack (they have {sorted(x)}).")
+    elif isinstance(x, dict) and not isinstance(taken, (list, tuple)):
+        raise ValueError(f"`{name}` takes one array of features (rows of shape "
+                         f"{tuple(taken.shape[1:])}), but {features} are a dict "
+                         f"{sorted(x)}; give a model built on the same features as the data "
+                         "(a dict of named keras.Input).")

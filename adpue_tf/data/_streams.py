@@ -22,10 +22,9 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf._internal.checks import check_dense
-from adpue_tf.labels import Source, check_binary, check_finite, pack_labels
+from adpue_tf.labels import Source, check_binary, check_finite, check_float32_range, pack_labels
 
 _SHUFFLE_BUFFER = 10_000
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +127,7 @@ def _leaf_array(path: str, value: Any) -> np.ndarray:
     else:
         arr = check_finite(path, value)
         if arr.dtype.kind == "f":
-            if arr.size and float(np.max(np.abs(arr))) > _FLOAT32_MAX:
-                raise ValueError(f"`{path}` holds {float(np.max(np.abs(arr))):g}, beyond the "
-                                 "float32 range (±3.4e38).")
-            arr = arr.astype(np.float32)
+            arr = check_float32_range(path, arr).astype(np.float32)
         elif arr.dtype.kind in "iu":
             if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
                 raise ValueError(f"`{path}` holds integers beyond the int64 range.")
@@ -221,11 +217,7 @@ def stream_features(name: str, x: Any) -> tuple[Any, int]:
                              + ", ".join(f"`{p}` has {n}" for p, n in sizes) + ".")
         n_rows = sizes[0][1]
     else:
-        x = check_finite(name, _refuse_mixed_text(name, x))
-        if x.size and np.issubdtype(x.dtype, np.floating):
-            big = float(np.max(np.abs(x)))
-            if big > _FLOAT32_MAX:
-                raise ValueError(f"`{name}` holds {big:g}, beyond the float32 range (±3.4e38).")
+        x = check_float32_range(name, check_finite(name, _refuse_mixed_text(name, x)))
         x = np.asarray(x, dtype=np.float32)
         if x.ndim < 1:
             raise ValueError(f"`{name}` is empty; it needs at least one row, got shape {x.shape}.")

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from adpue_tf._internal.checks import check_bool
 from adpue_tf._internal.convention import check_output_convention
+from adpue_tf._internal.net_checks import check_takes
 
 __all__ = ["with_propensity"]
 
@@ -85,6 +86,9 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
         if outputs:
             check_shape(outputs)
     check_output_convention("`exposure_model`", exposure_model, from_logits=from_logits)
+    spec = dataset.element_spec
+    check_takes("exposure_model", exposure_model,
+                spec[0] if isinstance(spec, tuple) else spec, "the dataset's features")
 
     def attach(x: Any, y: Any) -> tuple[Any, Any]:
         out = exposure_model(x, training=False) if isinstance(

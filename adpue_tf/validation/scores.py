@@ -24,6 +24,7 @@ from adpue_tf import labels, risks
 from adpue_tf._internal.checks import check_int, resolve_from_logits
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import to_logits
+from adpue_tf._internal.net_checks import check_takes
 from adpue_tf.data.rows import layout
 from adpue_tf.exposure import RatioModel, _rows, _take_rows, fit_exposure_model, fit_ratio_model
 from adpue_tf.labels import Source
@@ -158,6 +159,7 @@ def _outputs(name: str, fn: Callable[[Any], Any] | keras.Model, x: Any,
             return {k: v[i:i + batch_size] for k, v in x.items()}
         return x[i:i + batch_size].astype("float32")
 
+    check_takes(name, fn, x)
     n = _n(x)
     parts = [np.asarray(ops.convert_to_numpy(call(rows(i)))) for i in range(0, n, batch_size)]
     out = np.concatenate([p.reshape(len(p), -1) if p.ndim else p.reshape(1, 1)
