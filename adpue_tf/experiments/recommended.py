@@ -15,7 +15,7 @@ The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 Cost (2 CPU cores, one TensorFlow thread, under XLA): the first trial of a
 process 19-42 s (every pass compiled), then a median 0.3-1.05 s a trial on the
 paper's data sets with one split (an Intel Xeon VM; ``benchmarks/results/``
-``linear.recommended.100trials.static.md``);
+``JOURNAL.md``, entry ``linear.recommended.100trials.static.md``);
 about 3x that with five folds; ``adpue-tf bench linear --no-recommended``
 skips the column.
 
