@@ -53,10 +53,10 @@ def _features(name: str, x: Any) -> np.ndarray:
     if x is None:
         raise TypeError(f"`{name}` must be an array of features (n, ...), a dict of arrays "
                         "or a Dataset of rows, got NoneType.")
-    if isinstance(x, dict):  # only fit_logistic's `x` (the others take dicts elsewhere)
-        raise TypeError(f"`{name}` must be one array of features (n, ...), got dict; a dict "
-                        "of features (or a Dataset of rows) goes to fit_exposure_model or "
-                        "fit_ratio_model, which flatten it.")
+    if isinstance(x, dict):  # fit_logistic, the PE/FPUE validation data: arrays only
+        raise TypeError(f"`{name}` must be one array of features (n, ...) here, got a dict of "
+                        f"features {sorted(x)}; stack them into one array (fit_exposure_model "
+                        "and fit_ratio_model take a dict and flatten it).")
     arr = check_float32_range(name, check_finite(name, x))
     if arr.ndim < 2:
         raise ValueError(f"`{name}` must have shape (n, n_features, ...), got shape "

@@ -239,10 +239,14 @@ def test_fit_exposure_model_names_values_beyond_float32(data):
         adp.exposure.fit_exposure_model(x, data.e_e)
 
 
-def test_fit_logistic_says_where_a_dict_goes(data):
-    with pytest.raises(TypeError, match="`x` must be one array of features .*got dict; a dict "
-                                        "of features .* goes to fit_exposure_model"):
+def test_array_only_entry_points_say_a_dict_must_be_stacked(data):
+    with pytest.raises(TypeError, match=r"`x` must be one array of features \(n, ...\) here, "
+                                        r"got a dict of features \['a'\]; stack them"):
         adp.exposure.fit_logistic({"a": data.x_e}, data.e_e)
+    with pytest.raises(TypeError, match=r"`x_e` must be one array of features \(n, ...\) "
+                                        r"here, got a dict of features \['a'\]"):
+        adp.validation.pe_validation_data(data.x_pu, {"a": data.x_e}, data.e_e,
+                                          reference=lambda x: np.full(len(x), 0.5))
 
 
 # -- an exposure model of another input form ----------------------------------------------------
