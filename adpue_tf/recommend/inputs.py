@@ -104,9 +104,9 @@ def check_logit(net: keras.Model, pu: Rows) -> None:
         for v, old in zip(variables, saved):
             v.assign(old)
     if bounded:
-        last = getattr(net.layers[-1], "activation", None)
-        how = (f"its last layer applies {last.__name__}" if getattr(last, "__name__", "linear")
-               != "linear" else "it ends in a sigmoid or another map into [0, 1]")
+        last = getattr(getattr(net.layers[-1], "activation", None), "__name__", "linear")
+        how = (f"its last layer applies {last}" if last != "linear"
+               else "it ends in a sigmoid or another map into [0, 1]")
         raise ValueError(
             "`build_net()` must output a logit, but its model's outputs stay in "
             f"[0, 1] whatever its weights ({how}): drop the final activation or "

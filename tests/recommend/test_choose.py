@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import adpue_tf as adp
-from adpue_tf.recommend import BLEND_PARTS, PREDICTS_WITH_THETA, PREFERRED, choose
+from adpue_tf.recommend import PREDICTS_WITH_THETA, choose
+from adpue_tf.recommend.names import BLEND_PARTS, PREFERRED
 from adpue_tf.recommend.rule import MIN_POSITIVES
 
 BRIER = {"bce_w": -0.20, "ratio": -0.259, "likelihood": -0.260, "average": -0.261}

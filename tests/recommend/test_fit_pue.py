@@ -12,7 +12,8 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf.data.rows import Rows, split_indices
-from adpue_tf.recommend import CANDIDATES, ProbabilityMean, RatioLogit
+from adpue_tf.recommend import CANDIDATES
+from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
 from adpue_tf.recommend.inputs import SATURATED
 
 from serialization import assert_round_trip
