@@ -5,6 +5,9 @@
 * :mod:`~adpue_tf.synthetic.ad_log`: a simulated ad impression log (users,
   items, campaigns, context) with a biased logging policy, written as TFRecord
   shards of ``tf.Example``: ``adpue-tf simulate-logs``.
+* :mod:`~adpue_tf.synthetic.ad_family`: a family of named ad logs that differ in
+  id cardinality, base rate, exposure skew, the exposure-conversion link and
+  the mechanisms (:func:`ad_log_family`).
 
 Example:
     >>> from adpue_tf import synthetic
@@ -12,6 +15,12 @@ Example:
     (10, 2)
 """
 
+from adpue_tf.synthetic.ad_family import (
+    AdFamilyConfig,
+    AdFamilyLog,
+    AdFamilySimulator,
+    ad_log_family,
+)
 from adpue_tf.synthetic.ad_log import (
     AdLogConfig,
     AdLogRows,
@@ -28,11 +37,15 @@ from adpue_tf.synthetic.tabular import (
 )
 
 __all__ = [
+    "AdFamilyConfig",
+    "AdFamilyLog",
+    "AdFamilySimulator",
     "AdLogConfig",
     "AdLogRows",
     "AdLogSimulator",
     "SyntheticData",
     "SyntheticPUE",
+    "ad_log_family",
     "make_synthetic",
     "read_ad_log_meta",
     "synthetic_pue",
