@@ -271,10 +271,287 @@ def propensity_probes() -> list[Probe]:
 
 
 
+# ------------------------------------------------------------------ the 3SE builder, and what users pass
+def sse_pu_probes() -> list[Probe]:
+    """``sse_pu_dataset`` (3SE: SSE rows and PU rows), every argument with every wrong value."""
+    def call(**k: Any) -> Any:
+        return _adp().data.sse_pu_dataset(
+            k.get("x_sse", X), k.get("w_sse", W), k.get("e_sse", np.ones(12)),
+            k.get("x_pu", X), k.get("w_pu", W), **k.get("kw", {}))
+
+    name = "sse_pu_dataset"
+    probes = []
+    for arg in ("x_sse", "x_pu"):
+        for what, value, _ in bad_arrays(12):
+            probes.append(Probe(f"{name}: {arg} {what}", lambda t, a=arg, v=value: call(**{a: v}),
+                                f"`{arg}`"))
+    for arg in ("w_sse", "e_sse", "w_pu"):
+        for what, value, _ in bad_binary(12):
+            probes.append(Probe(f"{name}: {arg} {what}", lambda t, a=arg, v=value: call(**{a: v}),
+                                f"`{arg}`"))
+    for what, value, _ in bad_ints("batch_size", 2):
+        probes.append(Probe(f"{name}: {what}", lambda t, v=value: call(kw={"batch_size": v}),
+                            "`batch_size`"))
+    probes += [
+        Probe(f"{name}: w_sse 1 where e_sse is 0", lambda t: call(
+            w_sse=np.ones(12), e_sse=np.r_[0.0, np.ones(11)]), "`w_sse`.*`e_sse`"),
+        Probe(f"{name}: shares of the wrong count", lambda t: call(kw={"shares": [1, 1, 1]}),
+              "`shares`"),
+        Probe(f"{name}: seed 'x'", lambda t: call(kw={"seed": "x"}), "`seed`"),
+        Probe(f"{name}: shuffle 'yes'", lambda t: call(kw={"shuffle": "yes"}), "`shuffle`"),
+        Probe(f"{name}: steps_per_epoch 0", lambda t: call(kw={"steps_per_epoch": 0}),
+              "`steps_per_epoch`"),
+        Probe(f"{name}: correct", lambda t: next(iter(call(kw={"batch_size": 8, "seed": 0})))[1]
+              .shape[-1], check=lambda k: k == 3),
+        Probe("sse_dataset: w 1 where e is 0", lambda t: _adp().data.sse_dataset(
+            X, np.ones(12), np.r_[0.0, np.ones(11)]), "`w`.*`e`"),
+    ]
+    return probes
+
+
+def _masked(x: Any, entries: int = 1) -> Any:
+    m = np.zeros(np.shape(x), bool)
+    m.flat[:entries] = entries > 0
+    return np.ma.masked_array(np.array(x, copy=True), mask=m)
+
+
+def _first_batch(ds: Any) -> Any:
+    x, y = next(iter(ds))
+    return int(y.shape[0]), int(y.shape[-1])
+
+
+def builder_input_probes() -> list[Probe]:
+    """What users pass the builders: masked arrays, NumPy scalars, tensors, views, float16."""
+    def pue(**k: Any) -> Any:
+        return _adp().data.pue_dataset(k.get("x_pu", X), k.get("w", W), k.get("x_e", XE),
+                                       k.get("e", E), batch_size=8, seed=0)
+
+    read_only = np.array(X)
+    read_only.flags.writeable = False
+    probes = [
+        Probe("pue_dataset: x_pu a masked array with a masked entry", lambda t: pue(
+            x_pu=_masked(X)), r"`x_pu`.*mask"),
+        Probe("pue_dataset: w a masked array with a masked entry", lambda t: pue(w=_masked(W)),
+              r"`w`.*mask"),
+        Probe("pe_dataset: x_p a masked array with a masked entry", lambda t: _adp().data
+              .pe_dataset(_masked(X, 3), XE, E, batch_size=8), r"`x_p`.*mask"),
+        Probe("sse_dataset: e a masked array with a masked entry", lambda t: _adp().data
+              .sse_dataset(X, W, _masked(np.ones(12))), r"`e`.*mask"),
+        Probe("pue_dataset: x_e 1e300 (finite float64)", lambda t: pue(x_e=np.full((10, 3),
+                                                                             1e300)),
+              r"`x_e`.*float32"),
+        Probe("pue_dataset: masked arrays with nothing masked (correct)", lambda t: _first_batch(
+            pue(x_pu=_masked(X, 0), w=_masked(W, 0))), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: read-only arrays (correct)", lambda t: _first_batch(pue(
+            x_pu=read_only)), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: a reversed view x[:, ::-1] (correct)", lambda t: _first_batch(pue(
+            x_pu=X[:, ::-1], x_e=XE[:, ::-1])), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: float16 features (correct)", lambda t: _first_batch(pue(
+            x_pu=X.astype(np.float16), x_e=XE.astype(np.float16))), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: bool labels (correct)", lambda t: _first_batch(pue(
+            w=W.astype(bool), e=E.astype(bool))), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: tf.Tensor features (correct)", lambda t: _first_batch(pue(
+            **_tensors(x_pu=X, x_e=XE))), check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: image-shaped features (correct)", lambda t: _first_batch(pue(
+            x_pu=np.zeros((12, 4, 4, 1)), x_e=np.zeros((10, 4, 4, 1)))),
+              check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: a dict of features (correct)", lambda t: _first_batch(pue(
+            x_pu={"a": X[:, :1], "b": X[:, 1:]}, x_e={"a": XE[:, :1], "b": XE[:, 1:]})),
+              check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: dicts of different keys", lambda t: pue(
+            x_pu={"a": X[:, :1], "b": X[:, 1:]}, x_e={"a": XE[:, :1], "c": XE[:, 1:]}),
+              r"`x_e`.*(keys|'b'|'c')|(keys|'b'|'c').*`x_e`"),
+        Probe("pue_dataset: batch_size np.int64(8) (correct)", lambda t: _first_batch(
+            _adp().data.pue_dataset(X, W, XE, E, batch_size=np.int64(8), seed=0)),
+              check=lambda r: r == (8, 3)),
+        Probe("pue_dataset: seed 2**40 (correct)", lambda t: _first_batch(
+            _adp().data.pue_dataset(X, W, XE, E, batch_size=8, seed=2**40)),
+              check=lambda r: r == (8, 3)),
+    ]
+    return probes
+
+
+def _tensors(**arrays: Any) -> dict:
+    import tensorflow as tf
+
+    return {k: tf.constant(v) for k, v in arrays.items()}
+
+
+def propensity_more_probes() -> list[Probe]:
+    """with_propensity given models of another form than the features, and probabilities
+    made other ways than a Dense sigmoid, read as logits."""
+    from benchmarks.audit_values import SQUASHED, squashed
+
+    def wp(ds: Any, model: Any, **k: Any) -> Any:
+        return _adp().data.with_propensity(ds, model, **k)
+
+    def dict_ds() -> Any:
+        return _adp().data.pue_dataset({"a": X[:, :1], "b": X[:, 1:]}, W,
+                                       {"a": XE[:, :1], "b": XE[:, 1:]}, E, batch_size=8, seed=0)
+
+    probes = [
+        Probe("with_propensity: an array-input model on a dict of features", lambda t: wp(
+            dict_ds(), _dense("sigmoid")), r"`exposure_model`.*dict"),
+        Probe("with_propensity: a dict-input model on an array of features", lambda t: wp(
+            _ds(), _dict_model()), r"`exposure_model`.*(dict|array)"),
+        Probe("with_propensity: a dict-input model on a dict of features (correct)", lambda t:
+              next(iter(wp(dict_ds(), _dict_model())))[1].shape[-1], check=lambda k: k == 4),
+    ]
+    for how in SQUASHED:
+        probes.append(Probe(f"with_propensity: a net ending in {how} as logits", lambda t, h=how:
+                            wp(_ds(), squashed(h, dim=3), from_logits=True),
+                            r"`exposure_model`.*(sigmoid|probabilit)|(sigmoid|probabilit).*logit"))
+    return probes
+
+
+def _dict_model() -> Any:
+    import keras
+
+    a, b = keras.Input((1,), name="a"), keras.Input((2,), name="b")
+    out = keras.layers.Dense(1, "sigmoid")(keras.layers.Concatenate()([a, b]))
+    return keras.Model({"a": a, "b": b}, out)
+
+
+# ------------------------------------------------------------------ TFRecord names and logs
+def _named_file(tmp: Path, name: str, rows: int = 6) -> str:
+    (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+    return _write(tmp / name, rows)
+
+
+def tfrecord_name_probes() -> list[Probe]:
+    """Files and folders whose real names hold glob characters, and read_tfrecords' options."""
+    import tensorflow as tf
+
+    six, four = [0, 1, 0, 1, 0, 1], [0, 1, 0, 1]
+    probes = [
+        Probe("read_tfrecords: a file named day[1].tfrecord (correct)", lambda t: _rows(_read(
+            _named_file(t, "day[1].tfrecord"))), check=lambda r: r == six),
+        Probe("read_tfrecords: day[1].tfrecord beside day1.tfrecord reads itself (correct)",
+              lambda t: (_named_file(t, "day1.tfrecord", 4), _rows(_read(_named_file(
+                  t, "day[1].tfrecord"))))[1], check=lambda r: r == six),
+        Probe("read_tfrecords: a file in a folder named log[v2]/ (correct)", lambda t: _rows(
+            _read(_named_file(t, "log[v2]/a.tfrecord"))), check=lambda r: r == six),
+        Probe("read_tfrecords: a glob inside a folder named log[v2]/ (correct)", lambda t: (
+            _named_file(t, "log[v2]/a.tfrecord"), _named_file(t, "log[v2]/b.tfrecord", 4),
+            _rows(_read(str(t / "log[v2]" / "*.tfrecord"))))[-1],
+              check=lambda r: sorted(r) == sorted(six + four)),
+        Probe("read_tfrecords: a real a*b.tfrecord beside axb.tfrecord reads itself (correct)",
+              lambda t: (_named_file(t, "axb.tfrecord", 4), _rows(_read(_named_file(
+                  t, "a*b.tfrecord"))))[1], check=lambda r: r == six),
+        Probe("read_tfrecords: a real q?.tfrecord beside q1.tfrecord reads itself (correct)",
+              lambda t: (_named_file(t, "q1.tfrecord", 4), _rows(_read(_named_file(
+                  t, "q?.tfrecord"))))[1], check=lambda r: r == six),
+        Probe("read_tfrecords: a list of names with brackets (correct)", lambda t: _rows(_read(
+            [_named_file(t, "d[1].tfrecord"), _named_file(t, "d[2].tfrecord", 4)])),
+              check=lambda r: sorted(r) == sorted(six + four)),
+        Probe("read_tfrecords: a pathlib.Path (correct)", lambda t: _rows(_read(Path(
+            _named_file(t, "p.tfrecord")))), check=lambda r: r == six),
+        Probe("read_tfrecords: a folder with spaces and accents (correct)", lambda t: _rows(
+            _read(_named_file(t, "données du jour/a b.tfrecord"))), check=lambda r: r == six),
+        Probe("read_tfrecords: a symbolic link to a file (correct)", lambda t: (
+            (t / "link.tfrecord").symlink_to(_named_file(t, "real.tfrecord")),
+            _rows(_read(str(t / "link.tfrecord"))))[1], check=lambda r: r == six),
+        Probe("read_tfrecords: a glob day[12].tfrecord over day1 and day2 (correct)", lambda t: (
+            _named_file(t, "day1.tfrecord"), _named_file(t, "day2.tfrecord", 4),
+            _rows(_read(str(t / "day[12].tfrecord"))))[-1],
+              check=lambda r: sorted(r) == sorted(six + four)),
+        Probe("read_tfrecords: day[2].tfrecord missing beside day[1].tfrecord", lambda t: (
+            _named_file(t, "day[1].tfrecord"), _read(str(t / "day[2].tfrecord")))[1],
+              r"`files`.*day\[2\]\.tfrecord"),
+        Probe("read_tfrecords: a tuple of files (correct)", lambda t: _rows(_read(
+            (_named_file(t, "a.tfrecord"),))), check=lambda r: r == six),
+        Probe("read_tfrecords: rows np.int64(6) (correct)", lambda t: _rows(_read(
+            _named_file(t, "a.tfrecord"), rows=np.int64(6))), check=lambda r: r == six),
+        Probe("read_tfrecords: a VarLenFeature", lambda t: _adp().data.read_tfrecords(
+            _named_file(t, "a.tfrecord"), {"x": tf.io.VarLenFeature(tf.float32)}),
+              r"`features.*FixedLen"),
+        Probe("read_tfrecords: labels 3", lambda t: _read(_named_file(t, "a.tfrecord"),
+                                                          labels=3), "`labels`"),
+        Probe("read_tfrecords: parse_batch 0", lambda t: _read(_named_file(t, "a.tfrecord"),
+                                                               parse_batch=0), "`parse_batch`"),
+        Probe("read_tfrecords: parse_batch True", lambda t: _read(_named_file(t, "a.tfrecord"),
+                                                                  parse_batch=True),
+              "`parse_batch`"),
+        Probe("read_tfrecords: shuffle_files 'yes'", lambda t: _read(_named_file(
+            t, "a.tfrecord"), shuffle_files="yes"), "`shuffle_files`"),
+        Probe("read_tfrecords: seed 'x'", lambda t: _read(_named_file(t, "a.tfrecord"),
+                                                          shuffle_files=True, seed="x"), "`seed`"),
+        Probe("read_tfrecords: deterministic 'no'", lambda t: _read(_named_file(
+            t, "a.tfrecord"), deterministic="no"), "`deterministic`"),
+    ]
+    return probes
+
+
+def _log(tmp: Path, name: str = "log[v2]", **kw: Any) -> dict:
+    kw = {"rows": 40, "shards": 1, "eval_rows": 10, **kw}
+    return _adp().synthetic.write_ad_log(tmp / name, **kw)
+
+
+def _log_rows(tmp: Path, name: str = "log[v2]") -> int:
+    """Every PU row of the log in ``tmp/name``, read back by the files its meta names."""
+    import tensorflow as tf
+
+    meta = _adp().synthetic.read_ad_log_meta(tmp / name)
+    spec = {"w": tf.io.FixedLenFeature([], tf.int64)}
+    files = [str(tmp / name / f) for f in meta["files"]["pu"]]
+    return sum(1 for _ in _adp().data.read_tfrecords(files, spec))
+
+
+def _meta(tmp: Path, raw: bytes) -> dict:
+    _log(tmp)
+    (tmp / "log[v2]" / "meta.json").write_bytes(raw)
+    return _adp().synthetic.read_ad_log_meta(tmp / "log[v2]")
+
+
+def ad_log_probes() -> list[Probe]:
+    """write_ad_log's options and folders, read_ad_log_meta on what editors and kills leave."""
+    import json
+
+    def meta_text(t: Path) -> str:
+        _log(t, "plain")
+        return (t / "plain" / "meta.json").read_text(encoding="utf-8")
+
+    probes = [
+        Probe("write_ad_log: into a folder named log[v2] and read back (correct)", lambda t: (
+            _log(t), _log_rows(t))[1], check=lambda n: n == 20),
+        Probe("write_ad_log: seed 2**40 (correct)", lambda t: _log(t, seed=2**40)["counts"],
+              check=lambda c: c == {"pu": 20, "exposure": 20, "eval": 10}),
+        Probe("write_ad_log: exposure_share 0", lambda t: _log(t, exposure_share=0.0),
+              "`exposure_share`"),
+        Probe("write_ad_log: config 3", lambda t: _log(t, config=3), "`config`"),
+        Probe("read_ad_log_meta: meta.json with a UTF-8 byte-order mark (correct)", lambda t:
+              _meta(t, b"\xef\xbb\xbf" + meta_text(t).encode())["counts"],
+              check=lambda c: c["pu"] == 20),
+        Probe("read_ad_log_meta: meta.json with CRLF lines (correct)", lambda t: _meta(
+            t, meta_text(t).replace("\n", "\r\n").encode())["counts"],
+              check=lambda c: c["pu"] == 20),
+        Probe("read_ad_log_meta: meta.json saved as UTF-16 with its mark", lambda t: _meta(
+            t, meta_text(t).encode("utf-16")), "meta.json.*(UTF|utf|encod|JSON)",
+              check=lambda m: m["counts"]["pu"] == 20),
+        Probe("read_ad_log_meta: meta.json cut short", lambda t: _meta(
+            t, meta_text(t).encode()[:50]), "meta.json"),
+        Probe("read_ad_log_meta: meta.json of another format", lambda t: _meta(
+            t, json.dumps({"format": "other/9"}).encode()), "meta.json.*(format|adpue_tf)"),
+        Probe("read_ad_log_meta: a folder that does not exist", lambda t: _adp().synthetic
+              .read_ad_log_meta(t / "nope"), "nope"),
+        Probe("read_ad_log_meta: a file", lambda t: _adp().synthetic.read_ad_log_meta(_files(
+            t, "f.txt") / "f.txt"), "f.txt"),
+    ]
+    for what, value, _ in bad_ints("rows", 2):
+        probes.append(Probe(f"write_ad_log: {what}", lambda t, v=value: _log(t, rows=v),
+                            "`rows`"))
+    for name, bad in (("shards", 0), ("chunk", 0), ("workers", 0), ("eval_rows", -1),
+                      ("seed", -1)):
+        probes.append(Probe(f"write_ad_log: {name}={bad}", lambda t, n=name, b=bad: _log(
+            t, **{n: b}), f"`{name}`"))
+    return probes
+
 
 def data_probes() -> list[Probe]:
     """Every probe of the data layer."""
-    return labels_probes() + builder_probes() + propensity_probes() + tfrecord_probes()
+    return (labels_probes() + builder_probes() + propensity_probes() + tfrecord_probes()
+            + sse_pu_probes() + builder_input_probes() + propensity_more_probes()
+            + tfrecord_name_probes() + ad_log_probes())
 
 
 __all__ = ["data_probes"]

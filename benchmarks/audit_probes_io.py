@@ -242,9 +242,181 @@ def _svm(tmp: Path, text: str) -> Path:
     return tmp / "d.svm"
 
 
+# ------------------------------------------------------------------ overwrites that keep a user's files
+def _served_p(path: Any) -> float:
+    return float(_serve(str(path), np.zeros((1, 3)))["probability"][0, 0])
+
+
+def _is_model(path: Any) -> bool:
+    return Path(path, "saved_model.pb").is_file()
+
+
+def _warm_saved(tmp: Path, *extra: str) -> Path:
+    """A SavedModel with warm-up requests (and a user's files) in its assets.extra/."""
+    path = Path(_export(tmp / "m" / "1", warmup_rows=np.zeros((2, 3))))
+    return _files(path, *extra)
+
+
+def serving_more_probes() -> list[Probe]:
+    """Overwrites over a user's files, unusual paths and models, warm-up rows of every kind."""
+    from benchmarks.audit_values import SQUASHED, squashed
+
+    def user(*names: str) -> Any:
+        return lambda t: [t / "m" / "1" / "assets.extra" / n for n in names]
+
+    def linked(t: Path) -> Path:
+        path = _saved(t, "assets.extra/mine.txt")
+        (path / "assets.extra" / "link.txt").symlink_to(path / "assets.extra" / "mine.txt")
+        return path
+
+    probes = [
+        Probe("export_for_serving: overwrite keeps a user file in assets.extra/ (correct)",
+              lambda t: _export(t / "m" / "1", overwrite=True), check=_is_model,
+              setup=lambda t: _saved(t, "assets.extra/mine.txt"), protect=user("mine.txt")),
+        Probe("export_for_serving: overwrite keeps a nested folder in assets.extra/ (correct)",
+              lambda t: _export(t / "m" / "1", overwrite=True), check=_is_model,
+              setup=lambda t: _saved(t, "assets.extra/notes/a/deep.txt"),
+              protect=user("notes")),
+        Probe("export_for_serving: overwrite keeps a binary file in assets.extra/ (correct)",
+              lambda t: _export(t / "m" / "1", overwrite=True), check=_is_model,
+              setup=lambda t: (_saved(t) / "assets.extra").mkdir() or (
+                  t / "m" / "1" / "assets.extra" / "vocab.bin").write_bytes(bytes(range(256))),
+              protect=user("vocab.bin")),
+        Probe("export_for_serving: overwrite keeps a link in assets.extra/ (correct)",
+              lambda t: _export(t / "m" / "1", overwrite=True), check=_is_model, setup=linked,
+              protect=user("mine.txt", "link.txt")),
+        Probe("export_for_serving: overwrite twice keeps a user file (correct)", lambda t: (
+            _export(t / "m" / "1", overwrite=True), _export(t / "m" / "1", overwrite=True))[1],
+              check=_is_model, setup=lambda t: _saved(t, "assets.extra/mine.txt"),
+              protect=user("mine.txt")),
+        Probe("export_for_serving: overwrite of a model with warm-up requests, no warmup_rows",
+              lambda t: _export(t / "m" / "1", overwrite=True),
+              r"tf_serving_warmup_requests.*warmup_rows",
+              setup=lambda t: _warm_saved(t, "assets.extra/mine.txt"),
+              protect=lambda t: [t / "m"]),
+        Probe("export_for_serving: overwrite with new warm-up rows keeps a user file (correct)",
+              lambda t: _export(t / "m" / "1", overwrite=True, warmup_rows=np.ones((3, 3))),
+              check=_is_model, setup=lambda t: _warm_saved(t, "assets.extra/mine.txt"),
+              protect=user("mine.txt")),
+        Probe("export_for_serving: overwrite over a user file in variables/", lambda t: _export(
+            t / "m" / "1", overwrite=True), r"variables/mine\.txt",
+              setup=lambda t: _saved(t, "variables/mine.txt"), protect=lambda t: [t / "m"]),
+        Probe("export_for_serving: overwrite over a user file in assets/", lambda t: _export(
+            t / "m" / "1", overwrite=True), r"assets/mine\.txt",
+              setup=lambda t: _saved(t, "assets/mine.txt"), protect=lambda t: [t / "m"]),
+        Probe("export_for_serving: overwrite=True into a new path (correct)", lambda t: _export(
+            t / "new" / "1", overwrite=True), check=_is_model),
+        Probe("export_for_serving: a path with brackets, spaces and accents (correct)",
+              lambda t: _export(t / "m[v2]" / "modèle 1", overwrite=True), check=_is_model),
+        Probe("export_for_serving: a DebiasedModel (correct)", lambda t: _served_p(_export(
+            t / "d", model=_adp().DebiasedModel(_dense()))), check=lambda p: abs(p - 0.5) < 1e-6),
+        Probe("export_for_serving: from_logits np.bool_(True)", lambda t: _export(
+            t / "n", from_logits=np.bool_(True)), "`from_logits`", check=_is_model),
+        Probe("export_for_serving: warm-up rows of 0 rows", lambda t: _export(
+            t / "n", warmup_rows=np.zeros((0, 3))), "`warmup_rows"),
+        Probe("export_for_serving: warm-up rows 1e39", lambda t: _export(
+            t / "n", warmup_rows=np.full((2, 3), 1e39)), "`warmup_rows"),
+        Probe("export_for_serving: warm-up rows a masked array", lambda t: _export(
+            t / "n", warmup_rows=np.ma.masked_array(np.zeros((2, 3)), [[1, 0, 0], [0, 0, 0]])),
+              "`warmup_rows.*mask"),
+        Probe("export_for_serving: warm-up rows as a list (correct)", lambda t: _export(
+            t / "n", warmup_rows=[[0.0, 1.0, 2.0]]), check=lambda p: Path(
+            p, "assets.extra", "tf_serving_warmup_requests").is_file()),
+        Probe("serving_path: ('export', 'ranker', 1) (correct)", lambda t: _adp().serving_path(
+            "export", "ranker", 1), check=lambda p: Path(p).parts[-2:] == ("ranker", "1")),
+        Probe("serving_path: version np.int64(3)", lambda t: _adp().serving_path(
+            "export", "ranker", np.int64(3)), "`version`",
+              check=lambda p: Path(p).parts[-1] == "3"),
+    ]
+    for how in SQUASHED:
+        probes.append(Probe(f"export_for_serving: a net ending in {how} as logits",
+                            lambda t, h=how: _export(t / "n", model=squashed(h, dim=3)),
+                            r"(sigmoid|probabilit)"))
+    return probes
+
+
+# ------------------------------------------------------------------ bench options, text files
+def _complete(t: Path) -> Path:
+    """An --out holding a complete earlier run (as its files say) and a note of the user's."""
+    import json
+
+    out = _files(t / "out", "linear.md", "mine.txt")
+    (out / "linear.json").write_text(json.dumps({"settings_done": 2, "settings_total": 2}))
+    return out
+
+
+def _tiny(t: Path, text: str | bytes, name: str = "d.svm") -> Path:
+    path = t / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+_ROWS = "".join(f"{(-1) ** i:+d} 1:{(i * 37 % 17) / 8 - 1:.3f} 2:{(i * 11 % 13) / 6 - 1:.3f}\n"
+                for i in range(120))
+
+
+def _bench(t: Path, *options: str, file: str | bytes | None = None) -> int:
+    """``adpue-tf bench linear`` on a tiny LIBSVM file, cheap settings, ``options`` last."""
+    svm = _tiny(t, _ROWS if file is None else file)
+    return _cli("bench", "linear", "--quiet", "--file", str(svm), "--trials", "2",
+                "--no-recommended", "--steps", "3", "--n-test", "30", "--l2s", "0.1",
+                "--rounds", "1", "--alphas", "0.3", "--out", str(t / "out"), *options)
+
+
+def bench_option_probes() -> list[Probe]:
+    """bench's list options (repeated, empty, out of range) over a complete --out, and
+    LIBSVM files as editors save them."""
+    def keep(t: Path) -> list:
+        return [t / "out"]
+
+    bad = (("--alphas", "0.3,0.3", "alphas"), ("--alphas", "", "alphas"),
+           ("--alphas", "1.5", "alphas"),
+           ("--alphas", "nan", "alphas"), ("--alphas", "0.3;0.5", "alphas"),
+           ("--exposure-rate", "0.5,0.5", "exposure.rate"), ("--exposure-rate", "",
+                                                             "exposure.rate"),
+           ("--l2s", "0.1,0.1", "l2s"), ("--l2s", "", "l2s"), ("--l2s", "-1", "l2s"),
+           ("--trials", "1", "trials"), ("--jobs", "0", "jobs"), ("--steps", "0", "steps"),
+           ("--tol", "-1", "tol"), ("--rounds", "-1", "rounds"),
+           ("--recommended-candidates", "bce_w,bce_w", "recommended_candidates"),
+           ("--datasets", "australian,australian", "datasets"))
+    probes = [Probe(f"bench linear: {flag} {value!r} over a complete --out", lambda t, f=flag,
+                    v=value: _bench(t, f, v), rf"{words}", setup=_complete, protect=keep)
+              for flag, value, words in bad]
+    probes += [
+        # an empty item is refused (docs/never-lost.md); accepted, the run replaces the
+        # results whole, as a finished run may: silent, not data loss
+        Probe("bench linear: --alphas '0.3,' (an empty item)", lambda t: _bench(
+            t, "--alphas", "0.3,"), "alphas", setup=_complete),
+        Probe("bench neural: --ratios 0.3,0.3", lambda t: _cli(
+            "bench", "neural", "--quiet", "--trials", "2", "--epochs", "1", "--ratios",
+            "0.3,0.3", "--out", str(t / "out")), "ratios"),
+        Probe("bench neural: --ratios ''", lambda t: _cli(
+            "bench", "neural", "--quiet", "--trials", "2", "--epochs", "1", "--ratios", "",
+            "--out", str(t / "out")), "ratios"),
+        Probe("bench linear: --file with a UTF-8 byte-order mark (correct)", lambda t: _bench(
+            t, file=b"\xef\xbb\xbf" + _ROWS.encode()), check=lambda c: c == 0),
+        Probe("bench linear: --file saved as UTF-16 with its mark (correct)", lambda t: _bench(
+            t, file=_ROWS.encode("utf-16")), check=lambda c: c == 0),
+        Probe("bench linear: --file with CRLF lines (correct)", lambda t: _bench(
+            t, file=_ROWS.replace("\n", "\r\n").encode()), check=lambda c: c == 0),
+        Probe("bench linear: --file with a Latin-1 byte", lambda t: _bench(
+            t, file=_ROWS.encode() + b"+1 1:0.5 # caf\xe9\n"), "UTF-8"),
+        Probe("bench linear: --file with a UTF-8 mark in the middle", lambda t: _bench(
+            t, file=_ROWS.encode() + b"\xef\xbb\xbf+1 1:0.5\n"), r"line 121"),
+        Probe("simulate-logs: --seed 2**40 (correct)", lambda t: _cli(
+            "simulate-logs", "--rows", "20", "--eval-rows", "5", "--shards", "1", "--seed",
+            str(2**40), "--out", str(t / "o")), check=lambda c: c == 0),
+        Probe("simulate-logs: --out in a folder named log[v2] (correct)", lambda t: (_cli(
+            "simulate-logs", "--rows", "20", "--eval-rows", "5", "--shards", "1", "--out",
+            str(t / "log[v2]")), _adp().synthetic.read_ad_log_meta(t / "log[v2]"))[1]["counts"],
+              check=lambda c: c["pu"] == 10),
+    ]
+    return probes
+
+
 def io_probes() -> list[Probe]:
     """Every probe of serving and the command line."""
-    return serving_probes() + cli_probes()
+    return serving_probes() + cli_probes() + serving_more_probes() + bench_option_probes()
 
 
 __all__ = ["io_probes"]

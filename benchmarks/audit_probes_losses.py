@@ -150,9 +150,86 @@ def exposure_loss_probes() -> list[Probe]:
     return probes
 
 
+# ------------------------------------------------------------------ every loss: saving, dtypes, labels
+def _every_loss() -> list[tuple[str, dict, np.ndarray]]:
+    """``(class name, required options, valid labels)`` of all fifteen loss classes."""
+    out = [(name, options, _loss_labels(name)) for name, options in LOSSES.items()]
+    return out + [(name, {}, _labels(sources, theta))
+                  for name, (sources, theta) in EXPOSURE_LOSSES.items()]
+
+
+def _value(loss: Any, y: np.ndarray) -> float:
+    return float(loss(y, np.linspace(-1.0, 1.0, len(y)).reshape(-1, 1)))
+
+
+def _same(a: float, b: float) -> bool:
+    return bool(np.isfinite(a) and abs(a - b) <= 1e-6 * max(1.0, abs(a)))
+
+
+def _round_trip(loss: Any, y: np.ndarray, how: str, tmp: Any = None) -> tuple[float, float]:
+    """The loss's value on ``y`` before and after a trip through ``how``."""
+    import keras
+
+    if how == "config":
+        again = type(loss).from_config(loss.get_config())
+    elif how == "serialize":
+        again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))
+    else:  # a model compiled with the loss, saved as .keras and loaded without custom_objects
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile("sgd", loss=loss)
+        model.save(tmp / "m.keras")
+        again = keras.models.load_model(tmp / "m.keras").loss
+    if type(again) is not type(loss):
+        return _value(loss, y), float("nan")
+    return _value(loss, y), _value(again, y)
+
+
+def loss_extra_probes() -> list[Probe]:
+    """What users do with any loss: save it, load it, pass NumPy scalars and integer labels."""
+    adp = _adp
+    probes = []
+    for name, options, y in _every_loss():
+        def make(name: str = name, options: dict = options, **kw: Any) -> Any:
+            return getattr(adp(), name)(**{**options, **kw})
+
+        n = len(y)
+        nan = np.array(y, np.float64)
+        nan[0, 0] = np.nan
+        probes += [Probe(f"{name}: {what} round trip (correct)", lambda t, m=make, y=y, h=how:
+                         _round_trip(m(from_logits=True), y, h, t), check=lambda r: _same(*r))
+                   for what, how in (("get_config/from_config", "config"),
+                                     ("serialize_keras_object", "serialize"),
+                                     ("model.save/load_model (.keras)", "save"))]
+        probes += [
+            # A NumPy bool may be taken, or refused by name: either is clear.
+            Probe(f"{name}: from_logits np.bool_(True)", lambda t, m=make, y=y: _value(
+                m(from_logits=np.bool_(True)), y), "`from_logits`", check=np.isfinite),
+            Probe(f"{name}: integer labels (correct)", lambda t, m=make, y=y: _value(
+                m(from_logits=True), y.astype(np.int64)), check=np.isfinite),
+            Probe(f"{name}: float16 outputs (correct)", lambda t, m=make, y=y, n=n: float(m(
+                from_logits=True)(y, np.zeros((n, 1), np.float16))), check=np.isfinite),
+            Probe(f"{name}: NaN in y_true", lambda t, m=make, y=nan, n=n: m(from_logits=True)(
+                y, np.zeros((n, 1))), r"`y_true`.*NaN"),
+            Probe(f"{name}: a 1-D y_true", lambda t, m=make, n=n: m(from_logits=True)(
+                np.zeros(n), np.zeros((n, 1))), r"`y_true`.*shape"),
+        ]
+        if name in LOSSES:  # the exposure losses have this probe already
+            probes.append(Probe(f"{name}: more outputs than labels", lambda t, m=make, y=y, n=n:
+                                m(from_logits=True)(y, np.zeros((n + 1, 1))),
+                                f"`y_true` has {n} rows"))
+    options = {**LOSSES, **{name: {} for name in EXPOSURE_LOSSES}}
+    for key in sorted(_adp().losses.registry.LOSSES):
+        probes.append(Probe(f"losses.get: {key!r} (correct)", lambda t, k=key: _adp().losses.get(
+            k, **options[_adp().losses.registry.get_class(k).__name__]),
+                            check=lambda loss: isinstance(loss, _adp().DebiasedLoss)))
+    probes.append(Probe("losses.get: 'adpe' without its prior", lambda t: _adp().losses.get(
+        "adpe"), "prior"))
+    return probes
+
+
 def all_loss_probes() -> list[Probe]:
     """Every probe of the loss classes."""
-    return loss_probes() + exposure_loss_probes()
+    return loss_probes() + exposure_loss_probes() + loss_extra_probes()
 
 
 __all__ = ["all_loss_probes", "common_loss_probes"]

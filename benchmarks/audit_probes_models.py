@@ -264,10 +264,298 @@ def synthetic_probes() -> list[Probe]:
     return probes
 
 
+# ------------------------------------------------------------------ feature dicts and yardsticks
+def _split(x: np.ndarray, names: tuple[str, str] = ("a", "b")) -> dict:
+    return {names[0]: x[:, :1], names[1]: x[:, 1:]}
+
+
+def _dict_net(names: tuple[str, str] = ("a", "b"), activation: str | None = None) -> Any:
+    k = _keras()
+    k.utils.set_random_seed(0)
+    a, b = k.Input((1,), name=names[0]), k.Input((1,), name=names[1])
+    out = k.layers.Dense(1, activation)(k.layers.Concatenate()([a, b]))
+    return k.Model({names[0]: a, names[1]: b}, out)
+
+
+def _dict_score(names: tuple[str, str] = ("a", "b"), **kw: Any) -> float:
+    s = _data()
+    return _adp().validation_score(_dict_net(names), _split(s.x_pu, names), s.w_pu,
+                                   _split(s.x_e, names), s.e_e, from_logits=True, **kw)
+
+
+def _kept(name: str) -> bool:
+    """pue_validation_data keeps a user's feature ``name`` whole in every batch."""
+    s = _data()
+    ds = _adp().validation.pue_validation_data(_split(s.x_pu, ("a", name)), s.w_pu,
+                                               _split(s.x_e, ("a", name)), s.e_e)
+    got = np.sort(np.concatenate([np.ravel(x[name]) for x, _ in ds]))
+    want = np.sort(np.concatenate([s.x_pu[:, 1], s.x_e[:, 1]]).astype(np.float32))
+    return got.shape == want.shape and bool(np.allclose(got, want))
+
+
+def yardstick_probes() -> list[Probe]:
+    """Array models given feature dicts (and the reverse) as yardsticks, and features whose
+    names look internal."""
+    adp = _adp
+    s = _data
+
+    def vd(**kw: Any) -> Any:
+        return adp().validation.pue_validation_data(_split(s().x_pu), s().w_pu,
+                                                    _split(s().x_e), s().e_e, **kw)
+
+    def vd_arrays(**kw: Any) -> Any:
+        return adp().validation.pue_validation_data(s().x_pu, s().w_pu, s().x_e, s().e_e, **kw)
+
+    probes = [
+        Probe("validation_score: an array exposure_model on a dict of features", lambda t:
+              _dict_score(exposure_model=_dense("sigmoid", dim=2)), r"`exposure_model`.*dict"),
+        Probe("validation_score: an array reference on a dict of features", lambda t:
+              _dict_score(criterion="reference_risk", reference=_dense("sigmoid", dim=2)),
+              r"`reference`.*dict"),
+        Probe("pue_validation_data: an array exposure_model on a dict of features", lambda t: vd(
+            exposure_model=_dense("sigmoid", dim=2)), r"`exposure_model`.*dict"),
+        Probe("pue_validation_data: an array reference on a dict of features", lambda t: vd(
+            reference=_dense("sigmoid", dim=2)), r"`reference`.*dict"),
+        Probe("pue_validation_data: a dict exposure_model on an array of features", lambda t:
+              vd_arrays(exposure_model=_dict_net(activation="sigmoid")),
+              r"`exposure_model`.*(dict|array)"),
+        Probe("validation_score: a dict model on an array of features", lambda t: adp()
+              .validation_score(_dict_net(), s().x_pu, s().w_pu, s().x_e, s().e_e,
+                                from_logits=True), r"`model`.*(dict|array)"),
+        Probe("validation_score: a dict exposure_model on a dict of features (correct)",
+              lambda t: _dict_score(exposure_model=_dict_net(activation="sigmoid")),
+              check=np.isfinite),
+        Probe("pue_validation_data: a feature named __yardstick__ is kept (correct)", lambda t:
+              _kept("__yardstick__"), check=bool),
+        Probe("validation_score: a feature named __yardstick__ (correct)", lambda t: _dict_score(
+            ("a", "__yardstick__")), check=np.isfinite),
+        Probe("validation_score: a feature named __yardstick__, with an exposure_model "
+              "(correct)", lambda t: _dict_score(("a", "__yardstick__"), exposure_model=_dict_net(
+                  ("a", "__yardstick__"), "sigmoid")), check=np.isfinite),
+        Probe("ExposureLikelihood: fit on validation data with a feature named __yardstick__ "
+              "(correct)", lambda t: _yardstick_fit(), check=lambda v: np.isfinite(v) and v > 0),
+    ]
+    for name in ("__dagger__", "__source__", "w", "e", "theta", "_yardstick", "y_true"):
+        probes.append(Probe(f"pue_validation_data: a feature named {name} is kept (correct)",
+                            lambda t, n=name: _kept(n), check=bool))
+    return probes
+
+
+def _yardstick_fit() -> float:
+    s = _data()
+    names = ("a", "__yardstick__")
+    model = _adp().DebiasedModel(_dict_net(names))
+    model.compile("sgd", loss=_adp().ADPUELoss(from_logits=True), metrics=[_el()])
+    val = _adp().validation.pue_validation_data(_split(s.x_pu, names), s.w_pu,
+                                                _split(s.x_e, names), s.e_e)
+    train = _adp().data.pue_dataset(_split(s.x_pu, names), s.w_pu, _split(s.x_e, names), s.e_e,
+                                    batch_size=120, seed=0)
+    return model.fit(train, validation_data=val, epochs=1, verbose=0).history[
+        "val_exposure_nll"][-1]
+
+
+def huge_value_probes() -> list[Probe]:
+    """Finite float64 values beyond float32 where an exposure model or a score reads them."""
+    adp = _adp
+    s = _data
+
+    def at(x: np.ndarray, value: float, cell: bool = False) -> np.ndarray:
+        out = np.array(x, np.float64)
+        if cell:
+            out[5, 1] = value
+        else:
+            out[:] = value
+        return out
+
+    return [
+        Probe("fit_exposure_model: x_e 1e300", lambda t: adp().exposure.fit_exposure_model(
+            at(s().x_e, 1e300), s().e_e), r"`x_e`.*float32"),
+        Probe("fit_exposure_model: x_e -1e300", lambda t: adp().exposure.fit_exposure_model(
+            at(s().x_e, -1e300), s().e_e), r"`x_e`.*float32"),
+        Probe("fit_exposure_model: one cell 1e300", lambda t: adp().exposure.fit_exposure_model(
+            at(s().x_e, 1e300, True), s().e_e), r"`x_e`.*float32"),
+        Probe("fit_exposure_model: x_e 3e38, within float32 (correct)", lambda t: adp().exposure
+              .fit_exposure_model(at(s().x_e, 3e38, True), s().e_e).count_params(),
+              r"`x_e`", check=lambda n: n == 3),
+        Probe("fit_ratio_model: x_pu 1e300", lambda t: adp().exposure.fit_ratio_model(
+            at(s().x_pu, 1e300), s().w_pu, s().x_e, s().e_e), r"`x_pu`.*float32"),
+        Probe("validation_score: x_pu 1e300", lambda t: adp().validation_score(
+            _dense(dim=2), at(s().x_pu, 1e300, True), s().w_pu, s().x_e, s().e_e,
+            from_logits=True), r"`x_pu`.*float32"),
+        Probe("pue_validation_data: x_e 1e300", lambda t: adp().validation.pue_validation_data(
+            s().x_pu, s().w_pu, at(s().x_e, 1e300, True), s().e_e), r"`x_e`.*float32"),
+        Probe("fit_exposure_model: x_e a masked array", lambda t: adp().exposure
+              .fit_exposure_model(np.ma.masked_array(s().x_e, np.eye(120, 2, dtype=bool)),
+                                  s().e_e), r"`x_e`.*mask"),
+        Probe("fit_exposure_model: e as bools (correct)", lambda t: adp().exposure
+              .fit_exposure_model(s().x_e, s().e_e.astype(bool)).count_params(),
+              check=lambda n: n == 3),
+        Probe("exposure_nll: lists of bools and floats (correct)", lambda t: float(np.mean(
+            adp().validation.exposure_nll([True, False], [0.0, 1.0], [0.5, 0.5]))),
+              check=np.isfinite),
+    ]
+
+
+# ------------------------------------------------------------------ DebiasedModel, callbacks, tuner
+def _dm_fit(net: Any = None, *, loss: Any = None, initial: Any = 0.5, callbacks: tuple = (),
+            epochs: int = 1, train: Any = None, **compile_kw: Any) -> Any:
+    model = _adp().DebiasedModel(net if net is not None else _dense(dim=2),
+                                 initial_dagger=initial)
+    model.compile("sgd", loss=loss if loss is not None else _adp().ADPUELoss(from_logits=True),
+                  **compile_kw)
+    return model.fit(train if train is not None else _train(), epochs=epochs, verbose=0,
+                     callbacks=list(callbacks))
+
+
+def _saved_debiased(tmp: Any) -> float:
+    model = _dm_fit().model
+    x = _data().x_pu[:5]
+    model.save(tmp / "d.keras")
+    again = _keras().models.load_model(tmp / "d.keras")
+    return float(np.max(np.abs(np.asarray(model.predict(x, verbose=0))
+                               - np.asarray(again.predict(x, verbose=0)))))
+
+
+def _refreshes(every: dict, epochs: int = 2) -> int:
+    return _dm_fit(callbacks=(_adp().RefreshDagger(**every),), epochs=epochs).model.refreshes
+
+
+def debiased_probes() -> list[Probe]:
+    """DebiasedModel with nets ending in a probability, odd initial guesses, saving and
+    loading, compiled options; RefreshDagger and BestRound with NumPy integers."""
+    from benchmarks.audit_values import SQUASHED, squashed
+
+    adp = _adp
+    s = _data
+    probes = [Probe(f"DebiasedModel: a net ending in {how} with from_logits=True",
+                    lambda t, h=how: _dm_fit(squashed(h)), r"(sigmoid|probabilit)")
+              for how in SQUASHED]
+    probes += [
+        Probe("DebiasedModel: initial_dagger NaN", lambda t: adp().DebiasedModel(
+            _dense(), initial_dagger=float("nan")), "`initial_dagger`"),
+        Probe("DebiasedModel: initial_dagger True", lambda t: adp().DebiasedModel(
+            _dense(), initial_dagger=True), "`initial_dagger`"),
+        Probe("DebiasedModel: initial_dagger 0.0 (correct)", lambda t: _dm_fit(initial=0.0)
+              .history["loss"][-1], check=np.isfinite),
+        Probe("DebiasedModel: initial_dagger np.float32(0.3) (correct)", lambda t: _dm_fit(
+            initial=np.float32(0.3)).history["loss"][-1], check=np.isfinite),
+        Probe("DebiasedModel: compiled with 'binary_crossentropy'", lambda t: _dm_fit(
+            loss="binary_crossentropy"), r"(DebiasedLoss|f†|dagger|binary_crossentropy)"),
+        Probe("DebiasedModel: saved as .keras and loaded (correct)", _saved_debiased,
+              check=lambda d: d < 1e-6),
+        Probe("DebiasedModel: a dict-input net (correct)", lambda t: _dm_fit(
+            _dict_net(), train=adp().data.pue_dataset(_split(s().x_pu), s().w_pu,
+                                                      _split(s().x_e), s().e_e,
+                                                      batch_size=120, seed=0))
+              .history["loss"][-1], check=np.isfinite),
+        Probe("DebiasedModel: jit_compile=True (correct)", lambda t: _dm_fit(jit_compile=True)
+              .history["loss"][-1], check=np.isfinite),
+        Probe("DebiasedModel: fit on labels of 2 columns", lambda t: _dm_fit(
+            train=_two_columns()), r"`y_true`.*(shape|columns)"),
+        Probe("RefreshDagger: every_n_steps=1 (correct)", lambda t: _refreshes(
+            {"every_n_steps": 1}), check=lambda n: n >= 2),
+        Probe("RefreshDagger: every_n_epochs np.int64(1)", lambda t: _refreshes(
+            {"every_n_epochs": np.int64(1)}), "`every_n_epochs`", check=lambda n: n == 2),
+        Probe("RefreshDagger: one callback for two fits (correct)", lambda t: _two_fits(),
+              check=lambda r: r == (2, 2)),
+        Probe("BestRound: patience np.int64(1)", lambda t: adp().BestRound(patience=np.int64(1)),
+              "`patience`", check=lambda b: b is not None),
+        Probe("BestRound: monitor 'val_loss' (correct)", lambda t: _fit(
+            _el(), (adp().RefreshDagger(), adp().BestRound(monitor="val_loss")), epochs=2)
+              .history["val_loss"][-1], check=np.isfinite),
+        Probe("BestRound: restore_best=False (correct)", lambda t: _fit(
+            _el(), (adp().RefreshDagger(), adp().BestRound(restore_best=False)), epochs=2)
+              .history["val_exposure_nll"][-1], check=np.isfinite),
+    ]
+    return probes
+
+
+def _two_columns() -> Any:
+    import tensorflow as tf
+
+    s = _data()
+    return tf.data.Dataset.from_tensor_slices((s.x_pu.astype("float32"), np.stack(
+        [s.w_pu, np.zeros(120)], 1).astype("float32"))).batch(60)
+
+
+def _two_fits() -> tuple[int, int]:
+    refresh = _adp().RefreshDagger()
+    first = _dm_fit(callbacks=(refresh,), epochs=2).model.refreshes
+    second = _dm_fit(callbacks=(refresh,), epochs=2).model.refreshes
+    return first, second
+
+
+def tuner_more_probes() -> list[Probe]:
+    """DebiasedHyperModel's other options, and one real search."""
+    def kt() -> Any:
+        import keras_tuner
+
+        return keras_tuner
+
+    def hm(**k: Any) -> Any:
+        from adpue_tf.tuning import DebiasedHyperModel
+
+        return DebiasedHyperModel(**k)
+
+    return [
+        Probe("DebiasedHyperModel: input_shape [2] (correct)", lambda t: hm(input_shape=[2])
+              .build(kt().HyperParameters()).count_params(), check=lambda n: n >= 3),
+        Probe("DebiasedHyperModel: input_shape np.int64(2)", lambda t: hm(
+            input_shape=np.int64(2)).build(kt().HyperParameters()).count_params(),
+              "`input_shape`", check=lambda n: n >= 3),
+        Probe("DebiasedHyperModel: loss 'nope'", lambda t: hm(input_shape=(2,), loss="nope"),
+              "(`loss`|nope)"),
+        Probe("DebiasedHyperModel: prior 1.5", lambda t: hm(input_shape=(2,), loss="adpe",
+                                                            prior=1.5), "`prior`"),
+        Probe("DebiasedHyperModel: initial_dagger 1.5", lambda t: hm(
+            input_shape=(2,), alternate=True, initial_dagger=1.5), "`initial_dagger`"),
+        Probe("DebiasedHyperModel: alternate 'yes'", lambda t: hm(input_shape=(2,),
+                                                                   alternate="yes"),
+              "`alternate`"),
+        Probe("DebiasedHyperModel: loss_options with an unknown option", lambda t: hm(
+            input_shape=(2,), loss_options={"bogus": 1}).build(kt().HyperParameters()),
+              "bogus"),
+        Probe("DebiasedHyperModel: neither build_net nor input_shape", lambda t: hm(),
+              "(`build_net`|`input_shape`)"),
+        Probe("DebiasedHyperModel: a one-trial RandomSearch (correct)", lambda t: _search(t),
+              check=lambda v: v is not None and np.isfinite(v)),
+        Probe("tuning.objective: unknown loss", lambda t: __import__(
+            "adpue_tf.tuning.objectives", fromlist=["objective"]).objective("nope"),
+              "(`loss`|nope)"),
+    ]
+
+
+def _search(tmp: Any) -> Any:
+    import keras_tuner
+
+    from adpue_tf.tuning import DebiasedHyperModel
+
+    hyper = DebiasedHyperModel(input_shape=(2,), alternate=True)
+    tuner = keras_tuner.RandomSearch(hyper, objective=hyper.objective, max_trials=1,
+                                     directory=str(tmp), project_name="p", seed=0)
+    tuner.search(_train(), validation_data=_val(), epochs=1, verbose=0)
+    best = tuner.oracle.get_best_trials(1)[0]
+    return best.score
+
+
+def synthetic_more_probes() -> list[Probe]:
+    adp = _adp
+    return [
+        Probe("synthetic_pue: seed 2**40 (correct)", lambda t: adp().synthetic.synthetic_pue(
+            10, 10, seed=2**40).x_pu.shape, check=lambda s: s == (10, 2)),
+        Probe("synthetic_pue: exposure 'nope'", lambda t: adp().synthetic.synthetic_pue(
+            10, 10, exposure="nope"), "`exposure`"),
+        Probe("synthetic_sse: n 0", lambda t: adp().synthetic.synthetic_sse(0), "`n`"),
+        Probe("synthetic_sse: seed 2**40 (correct)", lambda t: len(adp().synthetic.synthetic_sse(
+            10, seed=2**40).x), check=lambda n: n == 10),
+    ]
+
+
 def model_probes() -> list[Probe]:
     """Every probe of what takes a model."""
     return (metric_callback_probes() + model_tuner_probes() + score_exposure_probes()
-            + synthetic_probes())
+            + synthetic_probes() + yardstick_probes() + huge_value_probes() + debiased_probes()
+            + tuner_more_probes() + synthetic_more_probes())
 
 
 __all__ = ["model_probes"]

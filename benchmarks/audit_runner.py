@@ -60,7 +60,10 @@ class Probe:
         call: ``tmp -> result``, run in a fresh scratch directory ``tmp`` (a Path).
         words: a regex the error message must match (None: the call must succeed).
         error: the error type names accepted (default: :data:`ACCEPTED`).
-        check: for a valid call, ``result -> bool``; None: any result is fine.
+        check: for a valid call, ``result -> bool``; None: any result is fine. Given
+            with ``words``, either outcome is right: a refusal with those words (clear
+            error), or a result the check accepts (correct), for a call that may
+            fairly be refused or carried out (a warning the result carries, say).
         setup: ``tmp -> None``, run first: the files a user had (not judged).
         protect: ``tmp -> [paths]`` whose trees (after ``setup``) must be unchanged
             afterwards, whatever the call did.
@@ -92,6 +95,14 @@ def _tree(paths: list) -> dict[str, str]:
     return out
 
 
+def _accepts(check: Callable[[Any], bool], result: Any) -> bool:
+    """Whether ``check`` accepts ``result``; a result the check cannot read is refused."""
+    try:
+        return bool(check(result))
+    except Exception:  # noqa: BLE001 - a result of the wrong kind
+        return False
+
+
 def classify(probe: Probe, tmp: Path) -> tuple[str, str]:
     """Run ``probe`` in ``tmp``; return ``(class, what happened)``."""
     if probe.setup is not None:
@@ -119,10 +130,10 @@ def classify(probe: Probe, tmp: Path) -> tuple[str, str]:
         else:
             outcome = ("crash", short)
     else:
-        if probe.words is not None:
+        if probe.words is not None and probe.check is None:
             outcome = ("silent", f"returned {type(result).__name__}; expected an error "
                                  f"matching {probe.words!r}")
-        elif probe.check is not None and not probe.check(result):
+        elif probe.check is not None and not _accepts(probe.check, result):
             outcome = ("silent", f"returned a wrong result: {repr(result)[:200]}")
         else:
             outcome = ("correct", f"returned {type(result).__name__}")

@@ -106,4 +106,56 @@ def bad_ints(name: str, minimum: int) -> list[tuple[str, Any, str]]:
     ]
 
 
-__all__ = ["E", "R", "W", "X", "XE", "bad_arrays", "bad_binary", "bad_ints"]
+
+
+
+# ------------------------------------------------------------------ nets that output probabilities
+def _squashed(dim: int, how: str) -> Any:
+    """A fresh net on ``dim`` features whose output is a probability, made the way ``how`` says."""
+    k = _keras()
+    ops, layers = k.ops, k.layers
+    i = k.Input((dim,))
+    z = layers.Dense(1)(i)
+    if how == "ops.sigmoid":
+        return k.Model(i, ops.sigmoid(z))
+    if how == "ops.hard_sigmoid":
+        return k.Model(i, ops.hard_sigmoid(z))
+    if how == "clip":
+        return k.Model(i, ops.clip(z, 0.0, 1.0))
+    if how == "tanh":
+        return k.Model(i, (ops.tanh(z) + 1.0) / 2.0)
+    if how == "exp-softplus":
+        return k.Model(i, ops.exp(-ops.softplus(-z)))
+    seq = {
+        "Activation('sigmoid')": [layers.Dense(1), layers.Activation("sigmoid")],
+        "Activation('hard_sigmoid')": [layers.Dense(1), layers.Activation("hard_sigmoid")],
+        "Activation(keras.activations.sigmoid)": [layers.Dense(1),
+                                                  layers.Activation(k.activations.sigmoid)],
+        "Dense(1, 'hard_sigmoid')": [layers.Dense(1, "hard_sigmoid")],
+        "Dense(1, keras.activations.sigmoid)": [layers.Dense(1, k.activations.sigmoid)],
+        "Lambda(keras.ops.sigmoid)": [layers.Dense(1), layers.Lambda(k.ops.sigmoid)],
+        "a nested Sequential ending in sigmoid": [k.Sequential([layers.Dense(1, "sigmoid")])],
+        "sigmoid then Reshape((1,))": [layers.Dense(1, "sigmoid"), layers.Reshape((1,))],
+        "Dense(1, 'softmax')": [layers.Dense(1, "softmax")],
+    }[how]
+    return k.Sequential([k.Input((dim,)), *seq])
+
+
+#: The ways a net can end in a probability that every entry point reading logits is asked
+#: about (a sigmoid op, an Activation layer, a hard sigmoid, a nested model).
+SQUASHED = ("ops.sigmoid", "ops.hard_sigmoid", "Activation('sigmoid')",
+            "Activation('hard_sigmoid')", "a nested Sequential ending in sigmoid")
+#: All the ways fit_pue is asked about (it checks what a net computes, whatever its layers).
+SQUASHED_ALL = (*SQUASHED, "clip", "tanh", "exp-softplus", "Activation(keras.activations.sigmoid)",
+                "Dense(1, 'hard_sigmoid')", "Dense(1, keras.activations.sigmoid)",
+                "Lambda(keras.ops.sigmoid)", "sigmoid then Reshape((1,))", "Dense(1, 'softmax')")
+
+
+def squashed(how: str, dim: int = 2) -> Any:
+    """A fresh seeded net on ``dim`` features outputting a probability (see :data:`SQUASHED_ALL`)."""
+    _keras().utils.set_random_seed(0)
+    return _squashed(dim, how)
+
+
+__all__ = ["E", "R", "SQUASHED", "SQUASHED_ALL", "W", "X", "XE", "bad_arrays", "bad_binary",
+           "bad_ints", "squashed"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import audit
+from benchmarks.audit_runner import Lost
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -25,9 +26,27 @@ def test_the_audit_has_hundreds_of_unique_probes():
     for entry in ("export_for_serving", "read_tfrecords", "with_propensity", "pack_labels",
                   "epoch_length", "BestRound", "ExposureLikelihood", "ReferenceRisk",
                   "DebiasedHyperModel", "bench linear", "simulate-logs", "validation_score",
-                  "fit_ratio_model", "fit_pue"):
+                  "fit_ratio_model", "fit_pue", "sse_pu_dataset", "write_ad_log",
+                  "read_ad_log_meta", "pue_validation_data", "fit_exposure_model"):
         assert entry in entries, entry
-    assert sum(p.protect is not None for p in probes) >= 10  # the data-loss probes
+    assert sum(p.protect is not None for p in probes) >= 40  # the data-loss probes
+    assert sum("SIGKILL" in i for i in ids) >= 15  # processes killed part-way
+    assert sum("at once" in i or "reader" in i for i in ids) >= 5  # concurrent calls
+
+
+def test_the_probe_families_import_only_the_runner_and_the_values():
+    """No import circle: a family never imports audit.py or another family."""
+    import ast
+
+    for path in sorted(BENCH.glob("audit_probes_*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+        ours = {n for n in names if n.startswith("benchmarks")}
+        assert ours <= {"benchmarks.audit_runner", "benchmarks.audit_values"}, (path.name, ours)
 
 
 def test_the_committed_report_adds_up():
@@ -49,6 +68,12 @@ def test_classify_tells_the_classes_apart(tmp_path):
         (P("a: crash", lambda t: {}["k"], "`k`"), "crash"),
         (P("a: lost", lambda t: (t / "f").unlink(), setup=lambda t: (t / "f").write_text("x"),
            protect=lambda t: [t / "f"]), "data loss"),
+        (P("a: reader found it missing", lambda t: (_ for _ in ()).throw(Lost("missing"))),
+         "data loss"),
+        (P("a: either, refused", lambda t: int("x"), "invalid literal", check=bool),
+         "clear error"),
+        (P("a: either, done", lambda t: 2, "`value`", check=lambda r: r == 2), "correct"),
+        (P("a: either, wrong", lambda t: 3, "`value`", check=lambda r: r == 2), "silent"),
     ]
     for probe, kind in cases:
         assert audit.classify(probe, tmp_path)[0] == kind, probe.id
