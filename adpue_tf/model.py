@@ -244,6 +244,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 "`loss` must be an adpue_tf DebiasedLoss instance (e.g. "
                 f"adp.ADPUELoss()), got {type(loss).__name__}.")
         check_from_logits("net", self.net, loss.from_logits)
+        if loss.from_logits:  # a squashing written another way (ops.hard_sigmoid, a clip)
+            check_output_convention("`net`", self.net, from_logits=True)
         if self.initial_model is not None:
             check_output_convention("`initial_dagger`", self.initial_model, from_logits=loss.from_logits)
         if self.initial_model is not None and not loss.uses_dagger:

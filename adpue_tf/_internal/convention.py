@@ -7,7 +7,9 @@ calls :func:`check_output_convention` (or its two spellings
 convention it was told. One rule, everywhere:
 
 * where logits are expected, an output that comes from a sigmoid or softmax
-  activation is refused (it holds probabilities);
+  activation is refused (it holds probabilities), and so is a model whose
+  outputs stay in ``[0, 1]`` whatever its weights (:func:`squashes`:
+  ``keras.ops.sigmoid`` or a hard sigmoid on the output, a clip);
 * where probabilities are expected, values outside ``[0, 1]`` on a sample of
   outputs are refused (they are logits, or something else).
 
@@ -25,7 +27,7 @@ import tensorflow as tf
 from adpue_tf._internal.checks import check_bool
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
-           "check_probability_model", "final_activation", "made_up_inputs"]
+           "check_probability_model", "final_activation", "made_up_inputs", "squashes"]
 
 _SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
 
@@ -162,6 +164,78 @@ def made_up_inputs(model: Any, rows: int = 16) -> Any:
     return None
 
 
+#: Draws of random weights :func:`squashes` calls a model under.
+_DRAWS = 2
+#: Weights above which :func:`squashes` copies no model (a copy would cost its memory).
+MAX_COPIED = 5_000_000
+
+
+def squashes(model: Any, sample: Any, *, copy: bool = True) -> str | None:
+    """What ``model`` computes whatever its weights: ``"unit"``, ``"constant"`` or None.
+
+    ``model`` is called on ``sample`` with every trainable float weight drawn
+    from ``N(0, 1)``, twice. A logit then spreads over the real line. A model
+    whose outputs stay in ``[0, 1]`` under both draws ends in a sigmoid, a
+    hard sigmoid, a softmax or a clip, however it is written (an activation,
+    ``keras.ops.sigmoid`` on the output): ``"unit"``. One value on every row
+    under both draws, on rows that differ (a softmax over one unit):
+    ``"constant"``. Otherwise (or rows all alike, or a model that cannot be
+    called or copied here) None.
+
+    Args:
+        model: a Keras model.
+        sample: a few rows it takes.
+        copy: draw the weights of a copy (``keras.models.clone_model``: the
+            model itself is never touched; None if it cannot be cloned or has
+            over :data:`MAX_COPIED` weights), or
+            of the model itself, its weights put back after (a model no one
+            else uses: a fresh net).
+
+    Example:
+        >>> import keras, numpy as np
+        >>> x = np.random.default_rng(0).normal(size=(8, 2))
+        >>> squashes(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), x)
+        >>> x_ = keras.Input((2,))
+        >>> squashes(keras.Model(x_, keras.ops.sigmoid(keras.layers.Dense(1)(x_))), x)
+        'unit'
+    """
+    if not isinstance(model, keras.Model) or sample is None:
+        return None
+    if copy and sum(int(np.prod(v.shape)) for v in model.weights) > MAX_COPIED:
+        return None
+    try:
+        net = keras.models.clone_model(model) if copy else model
+    except Exception:  # noqa: BLE001 - a model Keras cannot clone (subclassed): not judged
+        return None
+    variables = [v for v in net.trainable_weights if "float" in str(v.dtype)]
+    saved = None if copy else [v.numpy() for v in variables]
+    rng = np.random.default_rng(0)
+    outs = []
+    try:
+        for _ in range(_DRAWS):
+            for v in variables:
+                v.assign(rng.standard_normal(tuple(v.shape)).astype(str(v.dtype)))
+            out = tf.nest.flatten(net(sample, training=False))
+            if len(out) != 1:
+                return None
+            outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
+    except Exception:  # noqa: BLE001 - a sample it cannot take: not judged here
+        return None
+    finally:
+        if saved is not None:
+            for v, old in zip(variables, saved):
+                v.assign(old)
+    z = np.stack(outs)
+    if z.shape[1] < 2 or not np.isfinite(z).all():
+        return None
+    if all(np.ptp(row) == 0 for row in z):
+        rows = np.concatenate([np.reshape(np.asarray(v), (len(np.asarray(v)), -1)).astype(str)
+                               for v in tf.nest.flatten(sample)], axis=1)
+        alike = all((r == rows[0]).all() for r in rows)
+        return "constant" if not alike and np.ptp(z) == 0 else None
+    return "unit" if z.min() >= 0.0 and z.max() <= 1.0 else None
+
+
 def check_output_convention(name: str, model: Any, *, from_logits: bool,
                             sample: Any = None) -> None:
     """Refuse ``model`` (a Keras model or a function ``x -> output``) if it breaks the convention.
@@ -202,6 +276,11 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
     if sample is None:
         return
     target = getattr(model, "net", model) if isinstance(model, keras.Model) else model
+    if from_logits and squashes(target, sample) == "unit":
+        raise ValueError(
+            f"{name} outputs probabilities: its outputs stay in [0, 1] whatever its weights "
+            "(it ends in a sigmoid, a hard sigmoid or a clip), but logits are expected "
+            "(`from_logits=True`). Pass `from_logits=False`, or drop the final squashing.")
     try:
         out = target(sample, training=False) if isinstance(target, keras.Model) \
             else target(sample)

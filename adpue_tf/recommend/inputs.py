@@ -22,6 +22,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from adpue_tf._internal.convention import final_activation, squashes
 from adpue_tf._internal.seeding import seed_net
 from adpue_tf.data.rows import Rows, layout
 from adpue_tf.recommend.compose import input_structure
@@ -64,53 +65,40 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
     return net, again
 
 
-#: Rows :func:`check_logit` calls a net on, and the draws of random weights.
-LOGIT_ROWS, LOGIT_DRAWS = 64, 2
+#: Rows of ``x_pu`` :func:`check_logit` calls a net on.
+LOGIT_ROWS = 64
 
 
 def check_logit(net: keras.Model, pu: Rows) -> None:
     """``net`` outputs a logit, not a probability: checked by what it computes.
 
-    The net is called on a few rows of ``x_pu`` with its trainable weights
-    drawn anew from ``N(0, 1)`` (twice, then put back). A logit's outputs
-    then spread over the real line; a net that ends in a sigmoid, a hard
-    sigmoid, a softmax or a clip to ``[0, 1]`` (a layer's activation or
-    ``keras.ops.sigmoid`` on its output alike) stays in ``[0, 1]`` whatever
-    its weights. Trained as if it gave logits it would be stuck between
-    0.5 and 0.73, so it is refused by name.
+    A last activation that squashes (sigmoid, softmax, ...) is refused by
+    name; then the net is called on a few rows of ``x_pu`` with random
+    weights (:func:`adpue_tf._internal.convention.squashes`, its own weights
+    put back): outputs that stay in ``[0, 1]`` whatever the weights
+    (``keras.ops.sigmoid`` or a hard sigmoid on the output, a clip), or one
+    value on every row (a softmax over one unit), are no logit. Trained as
+    if they gave logits they would be stuck between 0.5 and 0.73.
 
     Raises:
-        ValueError: if every output lies in ``[0, 1]`` under both draws.
+        ValueError: naming what the net does and the way out.
     """
+    found = final_activation(net)
+    if found:
+        raise ValueError(f"`build_net()` must output a logit, but its model ends with a "
+                         f"{found} activation: drop it (fit_pue applies the sigmoid itself).")
     take = np.linspace(0, len(pu) - 1, min(LOGIT_ROWS, len(pu))).astype(np.int64)
-    x = pu.take(take).x
-    variables = [v for v in net.trainable_weights if "float" in str(v.dtype)]
-    saved = [v.numpy() for v in variables]
-    rng = np.random.default_rng(0)
-    bounded = True
-    try:
-        for _ in range(LOGIT_DRAWS):
-            for v, old in zip(variables, saved):
-                v.assign(rng.standard_normal(old.shape).astype(old.dtype))
-            z = np.asarray(keras.ops.convert_to_numpy(net(x, training=False)), np.float64)
-            # Equal outputs on every row (rows all alike) tell nothing either way.
-            if (not np.isfinite(z).all() or z.size < 2 or np.ptp(z) == 0
-                    or z.min() < 0.0 or z.max() > 1.0):
-                bounded = False
-                break
-    except Exception:  # noqa: BLE001 - a net the checks let through but cannot call here
-        bounded = False  # its own error comes, clearer, from the first training step
-    finally:
-        for v, old in zip(variables, saved):
-            v.assign(old)
-    if bounded:
-        last = getattr(getattr(net.layers[-1], "activation", None), "__name__", "linear")
-        how = (f"its last layer applies {last}" if last != "linear"
-               else "it ends in a sigmoid or another map into [0, 1]")
+    kind = squashes(net, pu.take(take).x, copy=False)  # a fresh net: its own weights
+    if kind == "unit":
         raise ValueError(
-            "`build_net()` must output a logit, but its model's outputs stay in "
-            f"[0, 1] whatever its weights ({how}): drop the final activation or "
-            "`keras.ops.sigmoid` (fit_pue applies the sigmoid itself).")
+            "`build_net()` must output a logit, but its model's outputs stay in [0, 1] "
+            "whatever its weights (it ends in a sigmoid, a hard sigmoid or a clip): drop "
+            "the final squashing, e.g. `keras.ops.sigmoid` (fit_pue applies the sigmoid "
+            "itself).")
+    if kind == "constant":
+        raise ValueError("`build_net()` must output a logit, but its model gives one value on "
+                         "every row whatever its weights (a softmax over one unit?): end it "
+                         "with a Dense(1) and no activation.")
 
 
 def check_fresh(net: keras.Model, again: object) -> None:
@@ -257,8 +245,11 @@ def check_ids(net: keras.Model, pu: Rows, e: Rows) -> None:
 SATURATED = 10.0
 
 
-def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000) -> str | None:
+def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000,
+               name: str = "x_pu") -> str | None:
     """What to do when a fresh net's logits on ``pu`` are saturated (features far from standardised).
+
+    ``name``: the argument ``pu`` came as (``"x_pu"``, ``"x_e"``).
 
     A freshly initialised net on standardised features gives logits of order
     1 (measured from the last layer's bias, which may be set to a rare
@@ -280,26 +271,30 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000) -> str | None:
     median = float(np.median(np.abs(z))) if z.size else 0.0
     if not np.isfinite(median) or median > SATURATED:
         return (f"`build_net()`'s fresh model gives logits of median |z| = {median:.3g} on "
-                f"`x_pu` (sigmoid saturated): the features look far from standardised. "
+                f"`{name}` (sigmoid saturated): the features look far from standardised. "
                 "Scale them, or start the model with a keras.layers.Normalization adapted "
                 "on `x_pu`.")
     return None
 
 
+#: :func:`shift_hint` also flags a feature whose standard deviation in one log is over
+#: SPREAD times the other's, when both logs have SPREAD_ROWS rows or more.
+SPREAD, SPREAD_ROWS = 2.0, 200
 #: Rows of each log compared by :func:`shift_hint` at most (a seeded sample beyond:
 #: a standard error of about 0.014 SD, and bounded memory for wide features).
 SHIFT_ROWS = 10_000
 
 
 def shift_hint(pu: Rows, e: Rows) -> str | None:
-    """A warning when a float feature's mean differs between the PU and the E rows.
+    """A warning when a float feature's mean or spread differs between the PU and the E rows.
 
     Every estimator and the held-out score assume that both logs draw ``x``
     from one distribution (SPEC.md): an exposure log of another period or
     population breaks it. A feature is flagged when its means differ by more
     than half a pooled standard deviation and by more than six standard
-    errors (so chance does not flag it on small logs). Returns the sentence,
-    or None.
+    errors (so chance does not flag it on small logs), or when, with
+    :data:`SPREAD_ROWS` rows in each log, its standard deviation in one log
+    is over :data:`SPREAD` times the other's. Returns the sentence, or None.
     """
     def floats(rows: Rows) -> dict[str, np.ndarray]:
         x = rows.x if isinstance(rows.x, dict) else {"": rows.x}
@@ -325,13 +320,23 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.where(sd > 0, diff / sd, 0.0)
         bad = np.flatnonzero((d > 0.5) & (diff > 6.0 * se))
-        flagged += [(float(d[i]), f"{key}[{i}]" if key else f"column {i}") for i in bad]
+        flagged += [(float(d[i]), f"{key}[{i}]" if key else f"column {i}",
+                     f"means {d[i]:.2g} SD apart") for i in bad]
+        # a spread SPREAD times the other's (a feature scaled in one log only)
+        if min(len(x), len(y)) >= SPREAD_ROWS:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.sqrt(np.maximum(vx, vy) / np.minimum(vx, vy))
+            wide = np.flatnonzero((ratio > SPREAD) & ~np.isin(np.arange(len(ratio)), bad))
+            flagged += [(float(ratio[i]), f"{key}[{i}]" if key else f"column {i}",
+                         f"one log's SD {ratio[i]:.2g}x the other's") for i in wide]
     if not flagged:
         return None
-    worst = ", ".join(f"{name} ({d:.2g} SD)" for d, name in sorted(flagged, reverse=True)[:3])
+    worst = ", ".join(f"{name} ({what})" for _, name, what in
+                      sorted(flagged, key=lambda f: f[0], reverse=True)[:3])
     return (f"`x_pu` and `x_e` do not look like draws from one feature distribution: "
-            f"{len(flagged)} feature(s) differ in mean, most {worst}. fit_pue's estimators "
-            "and its held-out score assume both logs cover the same population and period.")
+            f"{len(flagged)} feature(s) differ in mean or spread, most {worst}. fit_pue's "
+            "estimators and its held-out score assume both logs cover the same population "
+            "and period.")
 
 
 def check_same_features(pu: Rows, e: Rows) -> None:
