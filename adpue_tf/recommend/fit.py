@@ -57,7 +57,11 @@ from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 
-__all__ = ["FINALS", "FOLDS_FINAL", "NET_TOLERANCE", "PUEFit", "choose", "fit_pue"]
+__all__ = ["FINALS", "FOLDS_FINAL", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit", "choose",
+           "fit_pue"]
+
+#: Held-out rows of each log fit_pue needs at least to score its candidates.
+MIN_HELD_OUT = 10
 
 #: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with
@@ -272,7 +276,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             check_whole(net, pu, ex)
             check_ids(net, pu, ex)
             check_logit(net, pu)
-            hints[key] = scale_hint(net, pu)
+            hints[key] = scale_hint(net, pu) or scale_hint(net, ex, name="x_e")
     check_labels(pu, ex, 1)
     for warning in dict.fromkeys((*hints.values(), shift_hint(pu, ex))):
         if warning is not None:
@@ -285,6 +289,12 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         final = "refit" if k == 1 and refit else FOLDS_FINAL if refit else "average"
     start = time.perf_counter()
     pu_fold, e_fold = split_folds(len(pu), len(ex), settings.seed, k, split)
+    for arg, fold in (("x_pu", pu_fold), ("x_e", e_fold)):
+        if int(np.sum(fold >= 0)) < MIN_HELD_OUT:
+            raise ValueError(
+                f"fit_pue would score its candidates on {int(np.sum(fold >= 0))} held-out row(s) "
+                f"of `{arg}` ({len(fold)} rows, `validation_split`={split:g}); it needs at least "
+                f"{MIN_HELD_OUT}: give more rows or a larger `validation_split`.")
     positives = int(pu.y[pu_fold >= 0].sum())  # observed positives held out
     skipped = overruled_anyway(names, positives) if candidates is None else ()
     names, asked = tuple(n for n in names if n not in skipped), names

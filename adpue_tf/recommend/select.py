@@ -100,6 +100,11 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
             + ". Lower `learning_rate`." + (f" {hint}" if hint else ""))
     best = reference(scores, DERIVED, names)
     theta_ok = "theta" not in failed
+    if theta_ok and not all(np.all(np.isfinite(z)) for z in pooled.logits("theta")):
+        # θ̂ trained, but its outputs on held-out rows blew up (features far out of
+        # scale in the exposure log): no likelihood can be scored with it
+        failed["theta"] = "θ̂'s outputs on the held-out rows are NaN or infinite"
+        theta_ok = False
     nll = {n: pooled.exposure_nll(n) for n in trained} if theta_ok else {}
     gap_se = {n: pooled.paired_se(n, best) for n in trained}
     nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}

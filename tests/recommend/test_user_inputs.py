@@ -106,8 +106,9 @@ PROBABILITY_NETS = {
 
 @pytest.mark.parametrize("name", sorted(PROBABILITY_NETS))
 def test_a_net_that_outputs_probabilities_is_refused(data, name):
-    with pytest.raises(ValueError, match=r"must output a logit, but its model's outputs stay "
-                                         r"in \[0, 1\] whatever its weights"):
+    with pytest.raises(ValueError, match=r"must output a logit, but its model( ends with a "
+                                         r"\w*sigmoid activation|'s outputs stay in \[0, 1\] "
+                                         r"whatever its weights)"):
         _fit(data, PROBABILITY_NETS[name])
 
 
@@ -279,3 +280,75 @@ def test_a_dict_exposure_model_on_array_features_is_named(data):
                                          r"\['a', 'b'\], but the features are one array"):
         adp.validation.validation_score(linear()(), data.x_pu, data.w_pu, data.x_e, data.e_e,
                                         exposure_model=theta, from_logits=True)
+
+
+# -- found by the audit: softmax over one unit, one log out of scale, tiny logs -------------------
+def test_a_net_of_one_value_whatever_its_weights_is_refused(data):
+    with pytest.raises(ValueError, match="must output a logit, but its model ends with a softmax"):
+        _fit(data, lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "softmax")]))
+    x = keras.Input((2,))
+    one = keras.Model(x, keras.ops.softmax(keras.layers.Dense(1)(x), axis=-1))
+    from adpue_tf._internal.convention import squashes
+
+    assert squashes(one, data.x_pu[:16], copy=True) == "constant"
+
+
+def test_the_exposure_log_alone_out_of_scale_is_warned_about(data):
+    with pytest.warns(UserWarning, match="logits of median .* on `x_e` .* far from standardised"):
+        _fit(data, x_e=data.x_e * 1e30)
+
+
+def test_a_feature_spread_wider_in_one_log_is_warned_about():
+    from adpue_tf.data.rows import Rows
+    from adpue_tf.recommend.inputs import shift_hint
+
+    s = adp.synthetic.synthetic_pue(2000, 2000, dim=3, seed=0)
+    x_e = s.x_e.copy()
+    x_e[:, 2] *= 3.0  # same mean, three times the spread
+    hint = shift_hint(Rows(s.x_pu, s.w_pu), Rows(x_e, s.e_e))
+    assert hint is not None and "column 2 (one log's SD 3" in hint
+
+
+@pytest.mark.parametrize("arg", ["x_pu", "x_e"])
+def test_too_few_held_out_rows_are_refused(data, arg):
+    rows = {"x_pu": (data.x_pu[:20], data.w_pu[:20]), "x_e": (data.x_e[:20], data.e_e[:20])}
+    x, y = rows[arg]
+    y = y.copy()
+    y[:2] = 1.0
+    y[2] = 0.0
+    change = {arg: x, "w" if arg == "x_pu" else "e": y}
+    with pytest.raises(ValueError, match=fr"on 4 held-out row\(s\) of `{arg}` \(20 rows, "
+                                         r"`validation_split`=0.2\); it needs at least 10"):
+        _fit(data, **change)
+
+
+# -- the same rule where logits are expected elsewhere ---------------------------------------
+def _hard_sigmoid_net():
+    x = keras.Input((2,))
+    return keras.Model(x, keras.ops.hard_sigmoid(keras.layers.Dense(1)(x)))
+
+
+def test_a_squashed_net_is_refused_where_logits_are_expected(data, tmp_path):
+    with pytest.raises(ValueError, match="`net` outputs probabilities: its outputs stay in "
+                                         r"\[0, 1\] whatever its weights"):
+        adp.DebiasedModel(_hard_sigmoid_net()).compile(loss=adp.ADPUELoss(from_logits=True))
+    with pytest.raises(ValueError, match="outputs probabilities: its outputs stay in"):
+        adp.export_for_serving(_hard_sigmoid_net(), str(tmp_path / "1"), from_logits=True)
+    assert not (tmp_path / "1").exists()
+    ds = adp.data.pue_dataset(data.x_pu, data.w_pu, data.x_e, data.e_e, batch_size=64)
+    with pytest.raises(ValueError, match="`exposure_model` outputs probabilities: its outputs"):
+        adp.data.with_propensity(ds, _hard_sigmoid_net(), from_logits=True)
+    # a logit net passes, untouched by the check
+    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    before = [w.copy() for w in net.get_weights()]
+    adp.DebiasedModel(net).compile(loss=adp.ADPUELoss(from_logits=True))
+    for a, b in zip(before, net.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_masked_warmup_rows_are_refused(tmp_path):
+    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    rows = np.ma.masked_array(np.zeros((3, 2), np.float32), mask=[[0, 1], [0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="`warmup_rows` is a masked array with 1 masked entry"):
+        adp.export_for_serving(net, str(tmp_path / "1"), from_logits=True, warmup_rows=rows)
+    assert not (tmp_path / "1").exists()
