@@ -208,8 +208,17 @@ def _native_logs_hidden() -> Iterator[None]:
             print("\n".join(kept), file=sys.stderr, flush=True)
 
 
+def _items(text: str, what: str) -> list[str]:
+    """The comma-separated items of ``text``; an empty item (``"0.3,"``, ``"a,,b"``) is refused."""
+    items = [t.strip() for t in text.split(",")]
+    if text.strip() and any(not t for t in items):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated {what}, got {text!r}, which has an empty item")
+    return [t for t in items if t]
+
+
 def _names(text: str) -> tuple[str, ...]:
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    names = tuple(_items(text, "data set names"))
     if not names:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated data set names, got {text!r} (leave --datasets out "
@@ -218,8 +227,9 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _floats(text: str) -> tuple[float, ...]:
+    items = _items(text, "numbers")
     try:
-        return tuple(float(t) for t in text.split(",") if t.strip())
+        return tuple(float(t) for t in items)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated numbers, got {text!r}") from None

@@ -50,8 +50,8 @@ def _fit(build: Any = None, **change: Any) -> Any:
     s = _data()
     args = dict(x_pu=s.x_pu, w=s.w_pu, x_e=s.x_e, e=s.e_e)
     args.update({k: change.pop(k) for k in list(change) if k in args})
-    return _adp().fit_pue(build or _net, args["x_pu"], args["w"], args["x_e"], args["e"],
-                          **{**_FAST, **change})
+    return _adp().fit_pue(_net if build is None else build, args["x_pu"], args["w"],
+                          args["x_e"], args["e"], **{**_FAST, **change})
 
 
 def _finite(fit: Any) -> bool:

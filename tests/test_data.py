@@ -727,6 +727,19 @@ def test_read_tfrecords_rows_and_labels(ad_log):
     assert isinstance(feats_only.element_spec, dict) and int(feats_only.cardinality()) < 0
 
 
+@pytest.mark.parametrize("change, err, words", [
+    (dict(labels=3), TypeError, "`labels` must be a key of `features` \\(str\\), a sequence "
+                                "of them or None, got int 3"),
+    (dict(labels=b"w"), TypeError, "`labels` must be a key"),
+    (dict(shuffle_files="yes"), TypeError, "`shuffle_files` must be a bool, got 'yes'"),
+    (dict(deterministic="no"), TypeError, "`deterministic` must be a bool, got 'no'"),
+])
+def test_read_tfrecords_refuses_options_of_another_type(ad_log, change, err, words):
+    pattern, _, _ = ad_log["pu"]
+    with pytest.raises(err, match=words):
+        data.read_tfrecords(pattern, _spec_without("e"), **change)
+
+
 def test_read_tfrecords_feeds_every_builder(ad_log):
     (pu, n_pu, w), (ex, n_e, e), (sse, n_sse, (w_sse, e_sse)) = (ad_log[k] for k in
                                                                  ("pu", "e", "sse"))

@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from adpue_tf._internal.checks import check_int
+from adpue_tf._internal.checks import check_bool, check_int
 
 __all__ = ["read_tfrecords"]
 
@@ -267,6 +267,10 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             raise TypeError(
                 f'`features["{key}"]` must be a tf.io.FixedLenFeature (one dense value per '
                 f"row), got {type(spec).__name__}.")
+    if labels is not None and (isinstance(labels, bytes) or not isinstance(
+            labels, (str, Sequence))):
+        raise TypeError(f"`labels` must be a key of `features` (str), a sequence of them or "
+                        f"None, got {type(labels).__name__} {labels!r}.")
     keys = [] if labels is None else [labels] if isinstance(labels, str) else list(labels)
     for key in keys:
         if not isinstance(key, str) or key not in features:
@@ -278,6 +282,8 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
         raise ValueError("`features` has no feature besides the labels.")
     if rows is not None:
         rows = check_int("rows", rows, 1)
+    check_bool("shuffle_files", shuffle_files)
+    check_bool("deterministic", deterministic)
     compression_type = _compression(compression_type)
     parse_batch = check_int("parse_batch", parse_batch, 1)
     if seed is not None:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.checks import check_dense
 from adpue_tf.serving.signatures import (
     EXAMPLES_INPUT,
     EXAMPLES_SIGNATURE,
@@ -60,6 +61,8 @@ def _warmup_records(rows: Any, specs: dict[str, tf.TensorSpec], *, model_name: s
                          f"got {got}.")
     tensors, counts = {}, set()
     for key, spec in specs.items():
+        check_dense("warmup_rows" if key == INPUT_NAME and len(specs) == 1
+                    else f"warmup_rows[{key!r}]", rows[key])  # a masked entry: no data
         try:
             value = tf.constant(rows[key], dtype=spec.dtype)
         except (TypeError, ValueError) as err:

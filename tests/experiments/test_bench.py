@@ -277,6 +277,24 @@ def test_every_list_option_is_checked_before_anything_runs(tmp_path, monkeypatch
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option, given, words", [
+    ("--alphas", "0.3,", "argument --alphas: expected comma-separated numbers, got '0.3,', "
+                         "which has an empty item"),
+    ("--datasets", "australian,,german", "argument --datasets: expected comma-separated data "
+                                         "set names, got 'australian,,german', which has an "
+                                         "empty item"),
+])
+def test_an_empty_item_in_a_list_option_is_a_usage_error(tmp_path, monkeypatch, capsys, option,
+                                                         given, words):
+    _no_compute(monkeypatch)
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["bench", "linear", option, given, "--trials", "2", "--out", str(out),
+                  "--quiet"])
+    assert stop.value.code == 2 and words in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("make, words", [
     (lambda: table1.LinearBenchConfig(trials=2, alphas=()), "`alphas` is empty"),
     (lambda: table1.LinearBenchConfig(trials=2, alphas=(0.5, 0.5)), "`alphas` repeats 0.5"),
