@@ -101,7 +101,7 @@ def snips_mean(w: np.ndarray, theta_pu: np.ndarray, e: np.ndarray, theta_e: np.n
             a ``clip`` outside (0, 1]; each names the argument.
 
     Example:
-        >>> snips_mean(np.array([1, 0, 0, 1]), np.full(4, 0.5), np.array([1, 0]), np.full(2, 0.5))
+        >>> snips_mean(np.array([1, 0, 0, 0]), np.full(4, 0.5), np.array([1, 0]), np.full(2, 0.5))
         0.5
     """
     w, theta_pu, e, theta_e = (np.asarray(a, np.float64).ravel()

@@ -89,7 +89,8 @@ class AdFamilyConfig:
             score, in [-1, 1]: > 0 shows likely converters, < 0 unlikely ones, 0 neither.
         shown_rate: mean ``θ`` over the rows not rarely shown, in [0.1, 0.9].
         sharpness: slope of ``θ`` in the policy score, > 0.
-        conversion: mechanism of ``p``: ``"logistic"``, ``"cloglog"`` or
+        conversion: mechanism of ``p``: ``"logistic"``, ``"cloglog"`` (its
+            upper tail rounds to ``p = 1`` on a few rows in 10,000) or
             ``"threshold"`` (three levels of the conversion score).
         policy: mechanism of ``θ`` on the shown rows, as ``conversion``
             (``"threshold"``: two levels, 0.095 and 0.905).
