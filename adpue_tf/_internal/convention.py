@@ -166,30 +166,24 @@ def made_up_inputs(model: Any, rows: int = 16) -> Any:
 
 #: Draws of random weights :func:`squashes` calls a model under.
 _DRAWS = 2
-#: Weights above which :func:`squashes` copies no model (a copy would cost its memory).
-MAX_COPIED = 5_000_000
 
 
-def squashes(model: Any, sample: Any, *, copy: bool = True) -> str | None:
+def squashes(model: Any, sample: Any) -> str | None:
     """What ``model`` computes whatever its weights: ``"unit"``, ``"constant"`` or None.
 
     ``model`` is called on ``sample`` with every trainable float weight drawn
-    from ``N(0, 1)``, twice. A logit then spreads over the real line. A model
-    whose outputs stay in ``[0, 1]`` under both draws ends in a sigmoid, a
-    hard sigmoid, a softmax or a clip, however it is written (an activation,
-    ``keras.ops.sigmoid`` on the output): ``"unit"``. One value on every row
-    under both draws, on rows that differ (a softmax over one unit):
-    ``"constant"``. Otherwise (or rows all alike, or a model that cannot be
-    called or copied here) None.
+    from ``N(0, 1)`` (a private generator: no global seed is read or moved),
+    twice, and its weights are put back exactly after. A logit then spreads
+    over the real line. A model whose outputs stay in ``[0, 1]`` under both
+    draws ends in a sigmoid, a hard sigmoid, a softmax or a clip, however it
+    is written (an activation, ``keras.ops.sigmoid`` on the output):
+    ``"unit"``. One value on every row under both draws, on rows that differ
+    (a softmax over one unit): ``"constant"``. Otherwise (or rows all alike,
+    or a model that cannot be called on ``sample``) None.
 
     Args:
-        model: a Keras model.
+        model: a Keras model (not one another thread is using meanwhile).
         sample: a few rows it takes.
-        copy: draw the weights of a copy (``keras.models.clone_model``: the
-            model itself is never touched; None if it cannot be cloned or has
-            over :data:`MAX_COPIED` weights), or
-            of the model itself, its weights put back after (a model no one
-            else uses: a fresh net).
 
     Example:
         >>> import keras, numpy as np
@@ -201,30 +195,23 @@ def squashes(model: Any, sample: Any, *, copy: bool = True) -> str | None:
     """
     if not isinstance(model, keras.Model) or sample is None:
         return None
-    if copy and sum(int(np.prod(v.shape)) for v in model.weights) > MAX_COPIED:
-        return None
-    try:
-        net = keras.models.clone_model(model) if copy else model
-    except Exception:  # noqa: BLE001 - a model Keras cannot clone (subclassed): not judged
-        return None
-    variables = [v for v in net.trainable_weights if "float" in str(v.dtype)]
-    saved = None if copy else [v.numpy() for v in variables]
+    variables = [v for v in model.trainable_weights if "float" in str(v.dtype)]
+    saved = [v.numpy() for v in variables]
     rng = np.random.default_rng(0)
     outs = []
     try:
         for _ in range(_DRAWS):
             for v in variables:
                 v.assign(rng.standard_normal(tuple(v.shape)).astype(str(v.dtype)))
-            out = tf.nest.flatten(net(sample, training=False))
+            out = tf.nest.flatten(model(sample, training=False))
             if len(out) != 1:
                 return None
             outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
     except Exception:  # noqa: BLE001 - a sample it cannot take: not judged here
         return None
     finally:
-        if saved is not None:
-            for v, old in zip(variables, saved):
-                v.assign(old)
+        for v, old in zip(variables, saved):
+            v.assign(old)
     z = np.stack(outs)
     if z.shape[1] < 2 or not np.isfinite(z).all():
         return None

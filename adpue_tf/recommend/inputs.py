@@ -88,7 +88,7 @@ def check_logit(net: keras.Model, pu: Rows) -> None:
         raise ValueError(f"`build_net()` must output a logit, but its model ends with a "
                          f"{found} activation: drop it (fit_pue applies the sigmoid itself).")
     take = np.linspace(0, len(pu) - 1, min(LOGIT_ROWS, len(pu))).astype(np.int64)
-    kind = squashes(net, pu.take(take).x, copy=False)  # a fresh net: its own weights
+    kind = squashes(net, pu.take(take).x)
     if kind == "unit":
         raise ValueError(
             "`build_net()` must output a logit, but its model's outputs stay in [0, 1] "
