@@ -995,7 +995,9 @@ def test_a_killed_export_leaves_a_whole_model_and_the_next_one_cleans_up(tmp_pat
     proc = subprocess.run([sys.executable, "-c", KILLED_EXPORT, target.__file__, str(path),
                            new, where], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr
-    ours = sorted(set(os.listdir(path.parent)) - {"1"} - {d.rstrip("/") for d in decoys})
+    left = sorted(set(os.listdir(path.parent)) - {"1"} - {d.rstrip("/") for d in decoys})
+    ours = [n for n in left if not n.endswith(target.MARK)]
+    assert sorted(n + target.MARK for n in ours) == [n for n in left if n.endswith(target.MARK)]
     assert [re.sub("-.*", "", n) for n in ours] == {
         "while writing": [".1.tmp"], "after the exchange": [".1.tmp"],
         "between the two renames": [".1.old", ".1.tmp"]}[where], ours
@@ -1020,14 +1022,41 @@ def test_an_export_in_progress_is_not_taken_for_a_leftover(tmp_path):
 
     path = tmp_path / "m" / "1"
     export_for_serving(_biased(1.0), path)
+    from adpue_tf.serving import target
+
     live, dead = path.parent / ".1.tmp-abcdefgh", path.parent / ".1.old-abcdefgh"
     for d in (live, dead):
         d.mkdir()
         (d / "saved_model.pb").write_bytes(b"")
+        (d.parent / (d.name + target.MARK)).write_text(target._MARK_TEXT)  # an export's own
     fd = os.open(live, os.O_RDONLY)  # what a running export holds on its directory
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         export_for_serving(_biased(2.0), path, overwrite=True)
     finally:
         os.close(fd)
-    assert sorted(os.listdir(path.parent)) == sorted(["1", live.name]) and _logit0(path) == 2.0
+    assert sorted(os.listdir(path.parent)) == sorted(["1", live.name, live.name + target.MARK])
+    assert _logit0(path) == 2.0
+
+
+def test_a_users_directory_named_like_a_leftover_is_never_touched(tmp_path):
+    """Only directories this module made (its mark beside them) are leftovers to clean."""
+    from adpue_tf.serving import target
+
+    path = tmp_path / "m" / "1"
+    export_for_serving(_biased(1.0), path)
+    mine = [path.parent / ".1.tmp-abcdefgh", path.parent / ".1.old-abcdefgh"]
+    for d in mine:
+        d.mkdir()
+        (d / "notes.txt").write_text("mine")
+    # a mark of another text is no mark either
+    (path.parent / (".1.old-abcdefgh" + target.MARK)).write_text("mine too")
+    old = os.stat(mine[0]).st_mtime - 7200
+    os.utime(mine[0], (old, old))  # old, as a killed export's would be
+    export_for_serving(_biased(2.0), path, overwrite=True)
+    assert _logit0(path) == 2.0
+    for d in mine:
+        assert (d / "notes.txt").read_text() == "mine"
+    assert (path.parent / (".1.old-abcdefgh" + target.MARK)).read_text() == "mine too"
+    assert sorted(os.listdir(path.parent)) == sorted(
+        ["1", *(d.name for d in mine), ".1.old-abcdefgh" + target.MARK])

@@ -338,15 +338,16 @@ def _swap_in(tmp: str, path: str) -> None:
     if _exchange(tmp, path):
         shutil.rmtree(tmp, ignore_errors=True)  # the replaced SavedModel, as asked
         return
-    parent = os.path.dirname(os.path.abspath(path))
-    old = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
+    old = _mkdtemp_marked(path, "old")
     os.rename(path, old)  # renaming a directory onto an empty one replaces it (POSIX)
     try:
         os.rename(tmp, path)
     except BaseException:
         os.rename(old, path)
+        _unmark(old)
         raise
     shutil.rmtree(old, ignore_errors=True)  # the replaced SavedModel, as asked
+    _unmark(old)
 
 
 def _carry_over(path: str, tmp: str) -> None:
@@ -374,6 +375,35 @@ def _carry_over(path: str, tmp: str) -> None:
 
 #: Staging directories of the exports running in this process (by absolute path).
 _LIVE: set[str] = set()
+#: The file beside each temporary directory this module makes, ``<directory>`` + this:
+#: the proof that the directory is the library's to delete (a look-alike of a user's,
+#: however named, has none and is never touched).
+MARK = ".adpue_tf"
+_MARK_TEXT = "adpue_tf.export_for_serving: the directory of this name beside me is mine\n"
+
+
+def _mkdtemp_marked(path: str, kind: str) -> str:
+    """``tempfile.mkdtemp`` of ``.<name>.<kind>-XXXXXXXX`` beside ``path``, with its mark."""
+    parent, name = os.path.split(os.path.abspath(path))
+    made = tempfile.mkdtemp(prefix=f".{name}.{kind}-", dir=parent)
+    with open(made + MARK, "x", encoding="utf-8") as mark:
+        mark.write(_MARK_TEXT)
+    return made
+
+
+def _ours(directory: str) -> bool:
+    """Whether ``directory`` carries the mark :func:`_mkdtemp_marked` leaves beside it."""
+    try:
+        with open(directory + MARK, encoding="utf-8") as mark:
+            return mark.read() == _MARK_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _unmark(directory: str) -> None:
+    """Remove ``directory``'s mark once the directory itself is gone (or put back)."""
+    if not os.path.lexists(directory) and _ours(directory):
+        os.remove(directory + MARK)
 
 
 def _leftover_pattern(name: str) -> re.Pattern[str]:
@@ -405,8 +435,9 @@ def _lock_if_dead(path: str) -> int | None:
 def _clean_leftovers(path: str) -> None:
     """Remove what killed exports to ``path`` left beside it; call under :func:`_swap_lock`.
 
-    Only directories named by :func:`_leftover_pattern` for this very ``path``
-    and locked by no running export (each export holds an ``flock`` on its
+    Only directories named by :func:`_leftover_pattern` for this very ``path``,
+    carrying this module's mark beside them (:data:`MARK`: a directory of that
+    name that the user made is never touched), and locked by no running export (each export holds an ``flock`` on its
     staging directory until it ends; POSIX only, so nothing is cleaned
     without ``fcntl``). An ``.old-`` directory holding a SavedModel while
     ``path`` is missing (a two-rename swap killed between its renames) is put
@@ -420,8 +451,10 @@ def _clean_leftovers(path: str) -> None:
     for entry in os.listdir(parent):
         full = os.path.join(parent, entry)
         match = pattern.match(entry)
-        if match and _is_dir(full):
+        if match and _is_dir(full) and _ours(full):
             found.append((match.group(1) == "tmp", -os.lstat(full).st_ctime, full))
+        elif entry.endswith(MARK) and pattern.match(entry[:-len(MARK)]):
+            _unmark(full[:-len(MARK)])  # a mark whose directory went (killed in between)
     for is_tmp, _, full in sorted(found):  # the most recently moved-aside old export first
         fd = _lock_if_dead(full)
         if fd is None:
@@ -431,6 +464,7 @@ def _clean_leftovers(path: str) -> None:
                 os.rename(full, path)
             else:
                 shutil.rmtree(full, ignore_errors=True)
+            _unmark(full)
         finally:
             os.close(fd)
 
@@ -448,7 +482,7 @@ def _staging(path: str) -> Iterator[str]:
     fd = None
     with _swap_lock(parent):
         _clean_leftovers(path)
-        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+        tmp = _mkdtemp_marked(path, "tmp")
         _LIVE.add(tmp)
         if fcntl is not None:
             fd = os.open(tmp, os.O_RDONLY)
@@ -459,6 +493,7 @@ def _staging(path: str) -> Iterator[str]:
         try:
             if os.path.lexists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
+            _unmark(tmp)
         finally:
             _LIVE.discard(tmp)
             if fd is not None:
