@@ -26,6 +26,7 @@ name                  what it trains                                        epoc
 
 from __future__ import annotations
 
+import hashlib
 import math
 import operator
 from collections.abc import Callable, Hashable
@@ -69,16 +70,22 @@ __all__ = ["BLEND_PARTS", "CANDIDATES", "COMPOSITE_PARTS", "DEFAULT_CANDIDATES",
 def net_seed(seed: int, name: str, fold: int) -> int:
     """The seed of net ``name`` (and of its shuffles) in the stage of ``fold``, fit_pue's ``seed``.
 
-    Any ``seed >= 0`` is taken (a date such as ``20240601``, ``2**63``): the
-    result is reduced modulo ``2**32``, the range Keras's and NumPy's seeds
-    take. Below ``2**32`` two seeds give two different seeds of each net
-    (``1009`` is odd, so ``seed -> 1009·seed mod 2**32`` is one-to-one).
+    Any ``seed >= 0`` is taken (a date such as ``20240601``, ``2**63``); the
+    result lies in ``[0, 2**32)``, the range Keras's seeds take. Below
+    ``2**32`` it is ``1009·seed + index + 7919·fold`` modulo ``2**32``
+    (``1009`` is odd, so two seeds give two different seeds of each net); a
+    larger seed is first hashed to 32 bits (BLAKE2b), so that ``s`` and
+    ``s + 2**32`` differ too (two seeds of 32 bits can still meet, as any
+    map into ``2**32`` values must allow).
 
     Example:
-        >>> net_seed(0, "theta", 0), net_seed(0, "bce_w", 1), net_seed(2**32, "theta", 0)
-        (0, 7920, 0)
+        >>> net_seed(0, "theta", 0), net_seed(0, "bce_w", 1), net_seed(2**32, "theta", 0) > 0
+        (0, 7920, True)
     """
     index = CANDIDATES.index(name) + 1 if name in CANDIDATES else 0
+    if seed >= 2**32:
+        seed = int.from_bytes(hashlib.blake2b(str(seed).encode(), digest_size=4).digest(),
+                              "little")
     return (seed * 1009 + index + 7919 * fold) % 2**32
 
 

@@ -70,6 +70,10 @@ def test_net_seed_takes_any_seed_and_keeps_small_ones():
         assert 0 <= net_seed(seed, "blend", 2) < 2**32
     seeds = [net_seed(s, "bce_w", 0) for s in range(4_000_000, 4_400_000, 997)]
     assert len(set(seeds)) == len(seeds)  # one-to-one below 2**32 (1009 is odd)
+    # seeds 2**32 apart do not meet (hashed above 2**32)
+    for s in (0, 5, 2**40):
+        assert net_seed(s, "bce_w", 0) != net_seed(s + 2**32, "bce_w", 0)
+    assert net_seed(0, "theta", 0) != net_seed(2**64, "theta", 0)
 
 
 @pytest.mark.parametrize("seed", [20240601, 2**40])
@@ -79,6 +83,9 @@ def test_fit_pue_takes_a_date_or_a_huge_seed(data, seed):
     assert a.choice == b.choice
     np.testing.assert_array_equal(a.model.predict(data.x_pu[:16], verbose=0),
                                   b.model.predict(data.x_pu[:16], verbose=0))
+    other = _fit(data, seed=seed + 2**32)  # another seed, another model
+    assert not np.array_equal(other.model.predict(data.x_pu[:16], verbose=0),
+                              a.model.predict(data.x_pu[:16], verbose=0))
 
 
 # -- nets that output probabilities -------------------------------------------------------
