@@ -233,7 +233,7 @@ def tfrecord_probes() -> list[Probe]:
             f"fit_pue: {part} read with a wrong rows=", lambda t, r=rows: _adp().fit_pue(
                 lambda: _dense(dim=2), _read(_write(t / "pu.tfrecord"), rows=r[0]), None,
                 _read(_write(t / "e.tfrecord"), rows=r[1]), None, verbose=0),
-            f"`{part}`: read_tfrecords was given rows=[57], but its files hold 6 rows"))
+            r"`rows`=[57], but the files hold 6 record"))
     return probes
 
 

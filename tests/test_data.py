@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import math
 import warnings
 
@@ -785,7 +786,7 @@ def test_read_tfrecords_shards_files_per_input_pipeline(ad_log):
         data.read_tfrecords(pattern, SPEC, input_context=tf.distribute.InputContext(5, 0))
 
 
-def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log):
+def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log, tmp_path_factory):
     pattern, n, _ = ad_log["pu"]
     spec = _spec_without("e")
     order = lambda **kw: np.concatenate([x["id"].numpy() for x, _ in data.read_tfrecords(  # noqa: E731
@@ -793,8 +794,13 @@ def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log):
     first = order(seed=0)
     assert first == order(seed=0) and sorted(first) == list(range(n))
     assert first[:4] != [0, 750, 1500, 2250]  # the files' order is shuffled
-    wrong = data.read_tfrecords(pattern, spec, labels="w", rows=n + 1)
-    with pytest.raises(tf.errors.FailedPreconditionError, match="expected to contain 3001"):
+    # local uncompressed files are counted when read_tfrecords is called (one pass over
+    # their record headers); a count the files cannot be walked for fails while iterating
+    with pytest.raises(ValueError, match=f"`rows`={n + 1}, but the files hold {n} record"):
+        data.read_tfrecords(pattern, spec, labels="w", rows=n + 1)
+    gz = _gzip_copy(pattern, str(tmp_path_factory.mktemp("gz") / "pu.tfrecord.gz"), 5)
+    wrong = data.read_tfrecords(gz, spec, labels="w", rows=6, compression_type="GZIP")
+    with pytest.raises(tf.errors.FailedPreconditionError, match="expected to contain 6"):
         for _ in wrong.batch(1000):
             pass
 
@@ -823,13 +829,24 @@ def test_reading_every_row_of_read_tfrecords_takes_its_parsed_batches(ad_log, sh
     assert (ids[:4].tolist() != [0, 750, 1500, 2250]) == shuffle  # the files' order
 
 
-def test_reading_read_tfrecords_with_a_wrong_row_count_is_refused_by_name(ad_log):
+def _gzip_copy(pattern: str, out: str, rows: int) -> str:
+    """The first ``rows`` records of the log as one GZIP file (records read_tfrecords cannot
+    count up front)."""
+    with tf.io.TFRecordWriter(out, options="GZIP") as writer:
+        for record in tf.data.TFRecordDataset(sorted(glob.glob(pattern))).take(rows):
+            writer.write(record.numpy())
+    return out
+
+
+def test_reading_read_tfrecords_with_a_wrong_row_count_is_refused_by_name(ad_log, tmp_path):
     from adpue_tf.data.rows import as_rows
 
-    pattern, n, _ = ad_log["pu"]
-    wrong = data.read_tfrecords(pattern, _spec_without("e"), labels="w", rows=n + 1)
-    with pytest.raises(ValueError, match=f"`x_pu`: read_tfrecords was given rows={n + 1}, "
-                                         f"but its files hold {n} rows"):
+    pattern, _, _ = ad_log["pu"]
+    gz = _gzip_copy(pattern, str(tmp_path / "pu.tfrecord.gz"), 50)
+    wrong = data.read_tfrecords(gz, _spec_without("e"), labels="w", rows=51,
+                                compression_type="GZIP")
+    with pytest.raises(ValueError, match="`x_pu`: read_tfrecords was given rows=51, "
+                                         "but its files hold 50 rows"):
         as_rows("x_pu", wrong, "w", None)
 
 

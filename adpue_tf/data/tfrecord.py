@@ -106,12 +106,13 @@ def _kind(head: bytes) -> str:
     return "?"
 
 
-def _truncation(path: str, size: int) -> str | None:
-    """Follow the record lengths of an uncompressed local file; say where it breaks, if it does.
+def _truncation(path: str, size: int) -> tuple[str | None, int]:
+    """Follow the record lengths of an uncompressed local file: where it breaks, and its records.
 
     Each record is ``length (8 bytes) | crc (4) | data (length) | crc (4)``, so
     the lengths must chain to the end of the file exactly (a memory map: no
-    read of the data, about a second per million records).
+    read of the data, about a second per million records). Returns what is
+    broken (None when the file is whole) and the number of records.
     """
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         pos, record, unpack = 0, 0, struct.unpack_from
@@ -119,18 +120,20 @@ def _truncation(path: str, size: int) -> str | None:
             pos += 16 + unpack("<Q", buf, pos)[0]
             record += 1
     if pos == size:
-        return None
+        return None, record
     if pos < size:
-        return f"it ends inside the header of record {record} (byte {pos})"
-    return f"it ends inside record {record - 1} ({pos - size} bytes missing)"
+        return f"it ends inside the header of record {record} (byte {pos})", record
+    return f"it ends inside record {record - 1} ({pos - size} bytes missing)", record
 
 
-def _check_files(paths: list[str], compression: str, rows_known: bool) -> str:
+def _check_files(paths: list[str], compression: str, rows_known: bool) -> tuple[str, int | None]:
     """Refuse files that cannot be read as ``compression``, naming the file and the fix.
 
-    Returns the first file that is not empty.
+    Returns the first file that is not empty, and the records of all the
+    files when every one was walked (uncompressed, local, within
+    :data:`_WALK_BYTES`; None otherwise).
     """
-    empty, budget = [], _WALK_BYTES
+    empty, budget, records = [], _WALK_BYTES, 0
     for path in paths:
         if tf.io.gfile.isdir(path):
             raise ValueError(f"`files`: {path!r} is a directory; give the files in it, e.g. "
@@ -153,16 +156,20 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> str:
             raise ValueError(f"`files`: {path!r} is {found}, but {said}; {fix}.")
         if not compression and size <= budget and os.path.isfile(path):
             budget -= size
-            broken = _truncation(path, size)
+            broken, count = _truncation(path, size)
             if broken:
                 raise ValueError(f"`files`: {path!r} is truncated or corrupt: {broken}. "
                                  "Rewrite it, or remove it from `files`.")
+            if records is not None:
+                records += count
+        else:
+            records = None  # not walked: its records are not known here
     if len(empty) == len(paths):
         extra = "" if rows_known else " (and `rows` is unknown)"
         raise ValueError(f"`files`: every file is empty (0 bytes), so there is no row to "
                          f"read{extra}: {empty[:3]}. Point `files` at the written log.")
     skipped = set(empty)
-    return next(path for path in paths if path not in skipped)
+    return next(path for path in paths if path not in skipped), records
 
 
 def _check_schema(path: str, compression: str, spec: dict[str, Any]) -> None:
@@ -294,7 +301,11 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             raise ValueError(f"`files`: {len(paths)} file(s) for {n} input pipelines; each "
                              "pipeline reads whole files, so write at least one per pipeline.")
         paths = paths[i::n]
-    first = _check_files(paths, compression_type, rows is not None)
+    first, records = _check_files(paths, compression_type, rows is not None)
+    if rows is not None and records is not None and rows != records:
+        raise ValueError(f"`rows`={rows}, but the files hold {records} record(s)"
+                         f"{' for this input pipeline' if input_context is not None else ''}; "
+                         "give their number, or leave `rows` out.")
     spec = dict(features)
     _check_schema(first, compression_type, spec)
 
