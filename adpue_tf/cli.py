@@ -211,7 +211,7 @@ def _native_logs_hidden() -> Iterator[None]:
 def _items(text: str, what: str) -> list[str]:
     """The comma-separated items of ``text``; an empty item (``"0.3,"``, ``"a,,b"``) is refused."""
     items = [t.strip() for t in text.split(",")]
-    if text.strip() and any(not t for t in items):
+    if any(items) and not all(items):  # "0.3," or "a,,b" (nothing at all: empty, said later)
         raise argparse.ArgumentTypeError(
             f"expected comma-separated {what}, got {text!r}, which has an empty item")
     return [t for t in items if t]

@@ -18,6 +18,8 @@ The loss-side check of the same rule is :func:`adpue_tf._internal.guards.to_logi
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -27,7 +29,8 @@ import tensorflow as tf
 from adpue_tf._internal.checks import check_bool
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
-           "check_probability_model", "final_activation", "made_up_inputs", "squashes"]
+           "check_probability_model", "final_activation", "made_up_inputs", "squashes",
+           "state_kept"]
 
 _SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
 
@@ -164,6 +167,29 @@ def made_up_inputs(model: Any, rows: int = 16) -> Any:
     return None
 
 
+@contextlib.contextmanager
+def state_kept(model: keras.Model) -> Iterator[None]:
+    """Every variable of ``model`` (weights, counters, seed states) put back as it was on exit.
+
+    A check that calls a user's model must leave no trace: a layer may count
+    or keep state even in inference mode.
+
+    Example:
+        >>> m = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        >>> with state_kept(m):
+        ...     m.layers[0].kernel.assign([[5.0]])
+        >>> float(m.layers[0].kernel.numpy()[0, 0]) != 5.0
+        True
+    """
+    variables = list(model.variables)
+    saved = [v.numpy() for v in variables]
+    try:
+        yield
+    finally:
+        for v, old in zip(variables, saved):
+            v.assign(old)
+
+
 #: Draws of random weights :func:`squashes` calls a model under.
 _DRAWS = 2
 
@@ -196,22 +222,19 @@ def squashes(model: Any, sample: Any) -> str | None:
     if not isinstance(model, keras.Model) or sample is None:
         return None
     variables = [v for v in model.trainable_weights if "float" in str(v.dtype)]
-    saved = [v.numpy() for v in variables]
     rng = np.random.default_rng(0)
     outs = []
     try:
-        for _ in range(_DRAWS):
-            for v in variables:
-                v.assign(rng.standard_normal(tuple(v.shape)).astype(str(v.dtype)))
-            out = tf.nest.flatten(model(sample, training=False))
-            if len(out) != 1:
-                return None
-            outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
+        with state_kept(model):
+            for _ in range(_DRAWS):
+                for v in variables:
+                    v.assign(rng.standard_normal(tuple(v.shape)).astype(str(v.dtype)))
+                out = tf.nest.flatten(model(sample, training=False))
+                if len(out) != 1:
+                    return None
+                outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
     except Exception:  # noqa: BLE001 - a sample it cannot take: not judged here
         return None
-    finally:
-        for v, old in zip(variables, saved):
-            v.assign(old)
     z = np.stack(outs)
     if z.shape[1] < 2 or not np.isfinite(z).all():
         return None
@@ -269,8 +292,9 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
             "(it ends in a sigmoid, a hard sigmoid or a clip), but logits are expected "
             "(`from_logits=True`). Pass `from_logits=False`, or drop the final squashing.")
     try:
-        out = target(sample, training=False) if isinstance(target, keras.Model) \
-            else target(sample)
+        with state_kept(target) if isinstance(target, keras.Model) else contextlib.nullcontext():
+            out = target(sample, training=False) if isinstance(target, keras.Model) \
+                else target(sample)
         flat = tf.nest.flatten(out)
     except Exception:  # noqa: BLE001 - a sample the model cannot take: not judged here
         return

@@ -133,7 +133,8 @@ def _check_files(paths: list[str], compression: str, rows_known: bool) -> tuple[
     files when every one was walked (uncompressed, local, within
     :data:`_WALK_BYTES`; None otherwise).
     """
-    empty, budget, records = [], _WALK_BYTES, 0
+    empty, budget = [], _WALK_BYTES
+    records: int | None = 0
     for path in paths:
         if tf.io.gfile.isdir(path):
             raise ValueError(f"`files`: {path!r} is a directory; give the files in it, e.g. "

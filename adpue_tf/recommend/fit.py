@@ -61,7 +61,7 @@ __all__ = ["FINALS", "FOLDS_FINAL", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit", "
            "fit_pue"]
 
 #: Held-out rows of each log fit_pue needs at least to score its candidates.
-MIN_HELD_OUT = 10
+MIN_HELD_OUT = 5
 
 #: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
 #: epochs it kept), ``"average"`` (the mean probability of its fold models; with

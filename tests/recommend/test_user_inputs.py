@@ -325,7 +325,7 @@ def test_too_few_held_out_rows_are_refused(data, arg):
     y[2] = 0.0
     change = {arg: x, "w" if arg == "x_pu" else "e": y}
     with pytest.raises(ValueError, match=fr"on 4 held-out row\(s\) of `{arg}` \(20 rows, "
-                                         r"`validation_split`=0.2\); it needs at least 10"):
+                                         r"`validation_split`=0.2\); it needs at least 5"):
         _fit(data, **change)
 
 
