@@ -177,7 +177,7 @@ def state_kept(model: keras.Model) -> Iterator[None]:
     Example:
         >>> m = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
         >>> with state_kept(m):
-        ...     m.layers[0].kernel.assign([[5.0]])
+        ...     _ = m.layers[0].kernel.assign([[5.0]])
         >>> float(m.layers[0].kernel.numpy()[0, 0]) != 5.0
         True
     """
