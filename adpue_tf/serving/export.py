@@ -108,10 +108,10 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     export leaves one of them whole at ``path``. Elsewhere (Windows, NFS and
     other file systems that answer ``EINVAL``/``ENOSYS``/``ENOTSUP``) it falls
     back to two renames, between which ``path`` is briefly missing; a kill
-    there leaves the old model in ``.<name>.old-XXXXXXXX`` beside ``path``,
+    there leaves the old model in ``.<name>.old-<id>`` beside ``path``,
     and the next export to ``path`` moves it back first. If anything fails the
     old export stays. The temporary directories of killed exports
-    (``.<name>.tmp-XXXXXXXX``, ``.<name>.old-XXXXXXXX`` beside ``path``) are
+    (``.<name>.tmp-<id>``, ``.<name>.old-<id>`` beside ``path``) are
     removed by the next export to the same ``path`` (POSIX), never those of a
     running export or any other name. Exports to one path from several threads
     or processes take turns for the swap: each ends with one complete model

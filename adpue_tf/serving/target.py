@@ -383,7 +383,7 @@ _MARK_TEXT = "adpue_tf.export_for_serving: the directory of this name beside me 
 
 
 def _mkdtemp_marked(path: str, kind: str) -> str:
-    """``tempfile.mkdtemp`` of ``.<name>.<kind>-XXXXXXXX`` beside ``path``, with its mark."""
+    """``tempfile.mkdtemp`` of ``.<name>.<kind>-<id>`` beside ``path``, with its mark."""
     parent, name = os.path.split(os.path.abspath(path))
     made = tempfile.mkdtemp(prefix=f".{name}.{kind}-", dir=parent)
     with open(made + MARK, "x", encoding="utf-8") as mark:
@@ -409,9 +409,9 @@ def _unmark(directory: str) -> None:
 def _leftover_pattern(name: str) -> re.Pattern[str]:
     """The names this module gives the temporary directories of an export to ``name``.
 
-    ``.<name>.tmp-XXXXXXXX`` (the export being written) and
-    ``.<name>.old-XXXXXXXX`` (the replaced one, two-rename swap only), where
-    ``XXXXXXXX`` are the 8 characters :func:`tempfile.mkdtemp` draws.
+    ``.<name>.tmp-<id>`` (the export being written) and
+    ``.<name>.old-<id>`` (the replaced one, two-rename swap only), where
+    ``<id>`` are the 8 characters :func:`tempfile.mkdtemp` draws.
     """
     return re.compile(rf"\.{re.escape(name)}\.(tmp|old)-[a-z0-9_]{{8}}\Z")
 
@@ -471,7 +471,7 @@ def _clean_leftovers(path: str) -> None:
 
 @contextlib.contextmanager
 def _staging(path: str) -> Iterator[str]:
-    """A new staging directory ``.<name>.tmp-XXXXXXXX`` beside ``path``, removed on exit.
+    """A new staging directory ``.<name>.tmp-<id>`` beside ``path``, removed on exit.
 
     Cleans the leftovers of killed exports to ``path`` first; both under
     :func:`_swap_lock`, and the staging directory stays locked (``flock``)
