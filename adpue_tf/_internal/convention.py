@@ -18,8 +18,6 @@ The loss-side check of the same rule is :func:`adpue_tf._internal.guards.to_logi
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -30,7 +28,7 @@ from adpue_tf._internal.checks import check_bool
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
            "check_probability_model", "final_activation", "made_up_inputs", "squashes",
-           "state_kept"]
+           "call_stateless"]
 
 _SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
 
@@ -167,27 +165,25 @@ def made_up_inputs(model: Any, rows: int = 16) -> Any:
     return None
 
 
-@contextlib.contextmanager
-def state_kept(model: keras.Model) -> Iterator[None]:
-    """Every variable of ``model`` (weights, counters, seed states) put back as it was on exit.
+def call_stateless(model: keras.Model, x: Any, trainable: list[Any] | None = None) -> Any:
+    """``model(x, training=False)`` that changes no variable: Keras's ``stateless_call``.
 
-    A check that calls a user's model must leave no trace: a layer may count
-    or keep state even in inference mode.
+    A check that calls a user's model must leave no trace and must not race
+    a thread that uses the model meanwhile: a layer may count or keep state
+    even in inference mode, and weights are never assigned. ``trainable``:
+    values to use instead of the trainable variables (None: their own).
 
     Example:
         >>> m = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
-        >>> with state_kept(m):
-        ...     _ = m.layers[0].kernel.assign([[5.0]])
-        >>> float(m.layers[0].kernel.numpy()[0, 0]) != 5.0
-        True
+        >>> out = call_stateless(m, np.ones((2, 1), "float32"), [np.ones((1, 1)), np.zeros(1)])
+        >>> np.asarray(out).ravel().tolist()
+        [1.0, 1.0]
     """
-    variables = list(model.variables)
-    saved = [v.numpy() for v in variables]
-    try:
-        yield
-    finally:
-        for v, old in zip(variables, saved):
-            v.assign(old)
+    if trainable is None:
+        trainable = [v.value for v in model.trainable_variables]
+    out, _ = model.stateless_call(trainable, [v.value for v in model.non_trainable_variables],
+                                  x, training=False)
+    return out
 
 
 #: Draws of random weights :func:`squashes` calls a model under.
@@ -199,7 +195,8 @@ def squashes(model: Any, sample: Any) -> str | None:
 
     ``model`` is called on ``sample`` with every trainable float weight drawn
     from ``N(0, 1)`` (a private generator: no global seed is read or moved),
-    twice, and its weights are put back exactly after. A logit then spreads
+    twice, through :func:`call_stateless`: no variable of the model is
+    assigned, so a thread using it meanwhile sees nothing. A logit then spreads
     over the real line. A model whose outputs stay in ``[0, 1]`` under both
     draws ends in a sigmoid, a hard sigmoid, a softmax or a clip, however it
     is written (an activation, ``keras.ops.sigmoid`` on the output):
@@ -208,7 +205,7 @@ def squashes(model: Any, sample: Any) -> str | None:
     or a model that cannot be called on ``sample``) None.
 
     Args:
-        model: a Keras model (not one another thread is using meanwhile).
+        model: a built Keras model.
         sample: a few rows it takes.
 
     Example:
@@ -221,18 +218,16 @@ def squashes(model: Any, sample: Any) -> str | None:
     """
     if not isinstance(model, keras.Model) or sample is None:
         return None
-    variables = [v for v in model.trainable_weights if "float" in str(v.dtype)]
     rng = np.random.default_rng(0)
     outs = []
     try:
-        with state_kept(model):
-            for _ in range(_DRAWS):
-                for v in variables:
-                    v.assign(rng.standard_normal(tuple(v.shape)).astype(str(v.dtype)))
-                out = tf.nest.flatten(model(sample, training=False))
-                if len(out) != 1:
-                    return None
-                outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
+        for _ in range(_DRAWS):
+            drawn = [rng.standard_normal(tuple(v.shape)).astype(str(v.dtype))
+                     if "float" in str(v.dtype) else v.value for v in model.trainable_variables]
+            out = tf.nest.flatten(call_stateless(model, sample, drawn))
+            if len(out) != 1:
+                return None
+            outs.append(np.asarray(keras.ops.convert_to_numpy(out[0]), np.float64).ravel())
     except Exception:  # noqa: BLE001 - a sample it cannot take: not judged here
         return None
     z = np.stack(outs)
@@ -292,9 +287,8 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
             "(it ends in a sigmoid, a hard sigmoid or a clip), but logits are expected "
             "(`from_logits=True`). Pass `from_logits=False`, or drop the final squashing.")
     try:
-        with state_kept(target) if isinstance(target, keras.Model) else contextlib.nullcontext():
-            out = target(sample, training=False) if isinstance(target, keras.Model) \
-                else target(sample)
+        out = call_stateless(target, sample) if isinstance(target, keras.Model) \
+            else target(sample)
         flat = tf.nest.flatten(out)
     except Exception:  # noqa: BLE001 - a sample the model cannot take: not judged here
         return
