@@ -162,7 +162,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             faster on small data (``adpue_tf.recommend.full_batch``).
         validation_split: share of the PU rows and of the E rows held out to
             choose, in ``(0, 0.5]``.
-        seed: seeds the split, every net's initialisation and the shuffles
+        seed: any int ``>= 0`` (a seed of ``2**32`` or more is hashed to the 32
+            bits Keras takes); seeds the split, every net's initialisation and the shuffles
             (the same result whatever ``tf.random.set_seed`` the caller used:
             TensorFlow's global seed is left at its default, set back once
             if it differs; Python's and NumPy's global seeds are set per net).
