@@ -74,8 +74,8 @@ def check_logit(net: keras.Model, pu: Rows) -> None:
 
     A last activation that squashes (sigmoid, softmax, ...) is refused by
     name; then the net is called on a few rows of ``x_pu`` with random
-    weights (:func:`adpue_tf._internal.convention.squashes`, its own weights
-    put back): outputs that stay in ``[0, 1]`` whatever the weights
+    weights (:func:`adpue_tf._internal.convention.squashes`, through Keras's
+    ``stateless_call``: none of its variables is assigned): outputs that stay in ``[0, 1]`` whatever the weights
     (``keras.ops.sigmoid`` or a hard sigmoid on the output, a clip), or one
     value on every row (a softmax over one unit), are no logit. Trained as
     if they gave logits they would be stuck between 0.5 and 0.73.
@@ -249,13 +249,12 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000,
                name: str = "x_pu") -> str | None:
     """What to do when a fresh net's logits on ``pu`` are saturated (features far from standardised).
 
-    ``name``: the argument ``pu`` came as (``"x_pu"``, ``"x_e"``).
-
     A freshly initialised net on standardised features gives logits of order
     1 (measured from the last layer's bias, which may be set to a rare
     event's logit); a median ``|z|`` over :data:`SATURATED` (``σ(z)`` within
     ``5e-5`` of 0 or 1) means that the features are large for the net, which
-    then trains poorly or diverges. Returns the sentence to warn with, or None.
+    then trains poorly or diverges. ``name``: the argument the rows came as
+    (``"x_pu"``, ``"x_e"``). Returns the sentence to warn with, or None.
     """
     take = np.linspace(0, len(pu) - 1, min(rows, len(pu))).astype(np.int64)
     x = pu.take(take).x
@@ -359,13 +358,13 @@ def check_labels(pu: Rows, e: Rows, held: int) -> None:
     PU log whose negatives were down-sampled, or logs of two populations; no
     estimate of ``p(y=1|x)`` from them means anything.
     """
-    n_w, n_e = len(pu), len(e)
-    if n_w and pu.y.min() == 1:
+    n_w, n_e = len(pu), len(e)  # both >= 1 (as_rows refuses empty logs)
+    if pu.y.min() == 1:
         raise ValueError(f"`w` is 1 on all {n_w} rows; W = E·Y needs rows that were not "
                          "exposed or not positive (W = 0). Is `w` the right column?")
-    mean_w, mean_e = float(pu.y.mean()) if n_w else 0.0, float(e.y.mean()) if n_e else 0.0
-    se = np.sqrt(mean_w * (1 - mean_w) / max(n_w, 1) + mean_e * (1 - mean_e) / max(n_e, 1))
-    if n_w and n_e and mean_w - mean_e > LABEL_SE * se:
+    mean_w, mean_e = float(pu.y.mean()), float(e.y.mean())
+    se = np.sqrt(mean_w * (1 - mean_w) / n_w + mean_e * (1 - mean_e) / n_e)
+    if mean_w - mean_e > LABEL_SE * se:
         raise ValueError(
             f"`w` has more observed positives (mean {mean_w:.4g} over {n_w} rows) than the "
             f"exposure log has exposed rows (`e`: mean {mean_e:.4g} over {n_e} rows). W = E·Y "

@@ -437,9 +437,9 @@ def _clean_leftovers(path: str) -> None:
 
     Only directories named by :func:`_leftover_pattern` for this very ``path``,
     carrying this module's mark beside them (:data:`MARK`: a directory of that
-    name that the user made is never touched), and locked by no running export (each export holds an ``flock`` on its
-    staging directory until it ends; POSIX only, so nothing is cleaned
-    without ``fcntl``). An ``.old-`` directory holding a SavedModel while
+    name that the user made is never touched), and locked by no running
+    export (each export holds an ``flock`` on its staging directory until it
+    ends; POSIX only, so nothing is cleaned without ``fcntl``). An ``.old-`` directory holding a SavedModel while
     ``path`` is missing (a two-rename swap killed between its renames) is put
     back at ``path``; the rest is deleted.
     """
