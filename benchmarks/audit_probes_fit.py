@@ -32,6 +32,13 @@ def _net(dim: int = 2, activation: str | None = None, dtype: str = "float32") ->
     return k.Sequential([k.Input((dim,), dtype=dtype), k.layers.Dense(1, activation)])
 
 
+def _ratio_logit(**kwargs: Any) -> Any:
+    """``RatioLogit(**kwargs)``, a layer of the composites, imported on first use."""
+    from adpue_tf.recommend.compose import RatioLogit
+
+    return RatioLogit(**kwargs)
+
+
 def _id_net() -> Any:
     k = _keras()
     ids, num = k.Input((), dtype="int64", name="id"), k.Input((1,), name="num")
@@ -155,9 +162,9 @@ def fit_pue_probes() -> list[Probe]:
         Probe("choose: a missing standard error", lambda t: choose(gap_se={"a": 0.0}),
               "`gap_se` must have a value"),
         Probe("choose: correct", lambda t: choose(), check=lambda c: c == "a"),
-        Probe("RatioLogit: floor 'a'", lambda t: _adp().recommend.RatioLogit(floor="a"),
+        Probe("RatioLogit: floor 'a'", lambda t: _ratio_logit(floor="a"),
               "`floor` must be a number"),
-        Probe("RatioLogit: floor 0", lambda t: _adp().recommend.RatioLogit(floor=0.0),
+        Probe("RatioLogit: floor 0", lambda t: _ratio_logit(floor=0.0),
               "`floor` must lie in"),
     ]
     for what, value, words in bad_binary(120):
