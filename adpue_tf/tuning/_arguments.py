@@ -13,7 +13,21 @@ import tensorflow as tf
 
 from adpue_tf._internal.checks import check_bool, check_initial_guess, check_options
 from adpue_tf.losses import DebiasedLoss
-from adpue_tf.tuning.space import loss_entries
+
+
+def loss_entries(loss_class: type[DebiasedLoss],
+                 options: Mapping[str, Any] | None = None) -> list[str]:
+    """The entries a loss adds to the search space: ``alpha``, ``beta``/``gamma``, ``prior``.
+
+    ``alpha`` where the loss takes it; ``beta`` and ``gamma`` where it has the
+    non-negative correction and ``options`` do not turn it off
+    (``non_negative=False``); ``prior`` where it takes a class prior.
+    """
+    params = inspect.signature(loss_class.__init__).parameters
+    names = ["alpha"] if "alpha" in params else []
+    if "beta" in params and "gamma" in params and (options or {}).get("non_negative", True):
+        names += ["beta", "gamma"]
+    return names + (["prior"] if "prior" in params else [])
 
 
 def check_net(build_net: Callable[..., Any] | None, input_shape: Any) -> None:

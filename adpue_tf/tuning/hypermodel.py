@@ -1,10 +1,11 @@
 """A KerasTuner hyper-model for the debiased losses, scored by an observable objective.
 
-:class:`DebiasedHyperModel` declares its search space in ``build(hp)`` and
-``fit(hp, ...)`` (:mod:`adpue_tf.tuning.space`), builds and compiles one model
-per trial, and ranks trials by a held-out risk that needs no hidden label
-``Y`` (:func:`~adpue_tf.tuning.objectives.objective`). A guide with a search:
-``docs/guide/tuning.md``; several machines: ``docs/distributed-tuning.md``.
+:class:`DebiasedHyperModel` declares its search space where it uses it, in
+``build(hp)`` and ``fit(hp, ...)`` as KerasTuner's own hyper-models do, builds
+and compiles one model per trial, and ranks trials by a held-out risk that
+needs no hidden label ``Y`` (:func:`~adpue_tf.tuning.objectives.objective`).
+A guide with a search: ``docs/guide/tuning.md``; several machines:
+``docs/distributed-tuning.md``.
 
 Example:
     >>> import keras_tuner
@@ -19,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +36,6 @@ from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import risk_metrics
 from adpue_tf.model import DebiasedModel
 from adpue_tf.tuning import _arguments as args_lib
-from adpue_tf.tuning import space
 from adpue_tf.tuning.objectives import (
     _SSE_LOSSES,
     EXPOSURE_NLL,
@@ -48,34 +50,42 @@ from adpue_tf.tuning.objectives import (
 __all__ = ["LOSSES", "L_RISK", "REF_RISK", "EXPOSURE_NLL", "DebiasedHyperModel", "objective"]
 
 
+#: The bounds a trial's value must lie within, whatever the user's narrowing.
+_BOUNDS: dict[str, Callable[[float], bool]] = {
+    "> 0": lambda v: v > 0.0,
+    ">= 0": lambda v: v >= 0.0,
+    "in [0, 1]": lambda v: 0.0 <= v <= 1.0,
+    "in (0, 1)": lambda v: 0.0 < v < 1.0,
+    "an int >= 1": lambda v: v >= 1 and v == int(v),
+}
+
+
+def _within(bounds: str, **entries: Any) -> None:
+    """Each entry's trial value within ``bounds`` (a key of ``_BOUNDS``); else a fatal error.
+
+    The error is a ``FatalValueError``: a narrowing out of bounds is not a trial to retry.
+    """
+    for name, value in entries.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                or not math.isfinite(value) or not _BOUNDS[bounds](float(value)):
+            raise keras_tuner.errors.FatalValueError(
+                f"The hyper-parameter `{name}` must be {bounds}, got {value!r}; narrow it "
+                "within these bounds in the HyperParameters given to the tuner.")
+
+
 class DebiasedHyperModel(keras_tuner.HyperModel):
     """A KerasTuner hyper-model for one debiased loss.
 
     Each trial builds the net (``build_net(hp)``, default a linear model on
     ``input_shape``), wraps it in :class:`~adpue_tf.DebiasedModel` with
     ``alternate``, and compiles it with ``keras.optimizers.Adam`` and the loss
-    (``from_logits=True``: the net outputs one logit). The search space, with
-    the values and defaults of :mod:`adpue_tf.tuning.space`:
-
-    =================  =====================================  ==========================
-    name               declared                               values (default)
-    =================  =====================================  ==========================
-    ``learning_rate``  always (:meth:`build`)                 1e-3 ... 3e-2 (1e-3)
-    ``weight_decay``   always (:meth:`build`)                 0, 1e-3, 1e-2, 1e-1 (0)
-    ``alpha``          the loss takes ``α`` (DoubleADSS,      0, 0.25, ..., 1 (0.5)
-                       AD3SE)
-    ``beta``,          the loss has the non-negative          0, 0.01, 0.1 (0);
-    ``gamma``          correction (ADPUE, ADPE, ADFPU,        0, 0.5, 1 (0: ``None``)
-                       AD3SE, nnPU)
-    ``prior``          the loss takes ``π``                   ``Fixed`` at ``prior``
-    ``refresh_every``  ``alternate`` (:meth:`fit`)            1, 2, 4 (1)
-    =================  =====================================  ==========================
-
-    plus whatever ``build_net`` declares. ``weight_decay`` is Adam's decoupled
-    weight decay; ``gamma = 0`` is the paper's plain ``max(R-, 0)``, ``γ > 0``
-    nnPU's step. The number of rounds ``T`` needs no entry: KerasTuner scores a
-    trial by its best epoch. Narrow the space the KerasTuner way: declare an
-    entry first in a ``keras_tuner.HyperParameters`` given to the tuner, e.g.
+    (``from_logits=True``: the net outputs one logit). The search space is
+    written in :meth:`build` (``learning_rate``, ``weight_decay``),
+    :meth:`make_loss` (``alpha``, ``beta``, ``gamma``, ``prior``: those the
+    loss takes) and :meth:`fit` (``refresh_every``, with ``alternate``), each
+    entry with a default, plus whatever ``build_net`` declares; the Tuning
+    guide tabulates it. Narrow it the KerasTuner way: declare an entry first
+    in a ``keras_tuner.HyperParameters`` given to the tuner, e.g.
     ``hp.Choice("learning_rate", [1e-2, 3e-2])``, ``hp.Fixed("alpha", 1.0)``
     or ``hp.Float("prior", 0.2, 0.4)`` (the reference stays ``prior``); with
     ``tune_new_entries=False`` every entry not declared keeps its default.
@@ -167,6 +177,12 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     def make_loss(self, hp: keras_tuner.HyperParameters) -> DebiasedLoss:
         """The trial's loss, declaring its entries (``alpha``, ``beta``, ``gamma``, ``prior``).
 
+        Those the loss takes: ``alpha`` (0, 0.25, ..., 1; default 0.5) where it
+        weighs two risks (DoubleADSS, AD3SE); ``beta`` (0, 0.01, 0.1; default 0)
+        and ``gamma`` (0, 0.5, 1; default 0, meaning ``None``) where it has the
+        non-negative correction and ``loss_options`` leave it on; ``prior``,
+        ``Fixed`` at ``prior=``, where it takes a class prior.
+
         Args:
             hp: the trial's hyper-parameters (new entries get their defaults).
 
@@ -180,13 +196,28 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             >>> hm.make_loss(hp).get_config()["gamma"] is None, hp.values
             (True, {'beta': 0.0, 'gamma': 0.0, 'prior': 0.3})
         """
-        return space.make_loss(hp, self.loss_class, self.loss_options, self.prior)
+        kwargs: dict[str, Any] = {"from_logits": True, **self.loss_options}
+        entries = args_lib.loss_entries(self.loss_class, self.loss_options)
+        if "alpha" in entries:  # DoubleADSS, AD3SE: the weight between their two risks
+            kwargs["alpha"] = hp.Choice("alpha", [0.0, 0.25, 0.5, 0.75, 1.0], default=0.5)
+            _within("in [0, 1]", alpha=kwargs["alpha"])
+        if "beta" in entries:  # the non-negative correction's slack and step
+            kwargs["beta"] = hp.Choice("beta", [0.0, 0.01, 0.1], default=0.0)
+            gamma = hp.Choice("gamma", [0.0, 0.5, 1.0], default=0.0)
+            _within(">= 0", beta=kwargs["beta"])
+            _within("in [0, 1]", gamma=gamma)
+            kwargs["gamma"] = gamma or None  # 0: the paper's plain max(R-, 0); > 0: nnPU's step
+        if "prior" in entries:  # the reference prior: tuned only where the user narrows it
+            kwargs["prior"] = hp.Fixed("prior", self.prior)
+            _within("in (0, 1)", prior=kwargs["prior"])
+        return self.loss_class(**kwargs)
 
     def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
         """Build and compile the trial's model.
 
-        Declares ``learning_rate`` and ``weight_decay``, then the loss's
-        entries (:meth:`make_loss`), then calls ``build_net(hp)``.
+        Declares ``learning_rate`` (1e-3, 3e-3, 1e-2, 3e-2; default 1e-3) and
+        ``weight_decay`` (0, 1e-3, 1e-2, 1e-1; default 0: none), then the
+        loss's entries (:meth:`make_loss`), then calls ``build_net(hp)``.
 
         Args:
             hp: the trial's hyper-parameters.
@@ -200,8 +231,10 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 ends in a sigmoid/softmax; a ``FatalValueError`` if a narrowed
                 entry takes a value outside its bounds.
         """
-        learning_rate = space.declare(hp, "learning_rate")
-        weight_decay = space.declare(hp, "weight_decay") or None
+        learning_rate = hp.Choice("learning_rate", [1e-3, 3e-3, 1e-2, 3e-2], default=1e-3)
+        _within("> 0", learning_rate=learning_rate)
+        weight_decay = hp.Choice("weight_decay", [0.0, 1e-3, 1e-2, 1e-1], default=0.0)
+        _within(">= 0", weight_decay=weight_decay)  # Adam's decoupled decay; 0: none
         loss = self.make_loss(hp)
         if self.build_net is None:
             net = keras.Sequential([keras.Input(self.input_shape), keras.layers.Dense(1)])
@@ -217,7 +250,7 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         metrics.append(objective_metric(self.loss_class, self.criterion, prior=self.prior,
                                         loss_options=self.loss_options))
         model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate,
-                                                      weight_decay=weight_decay),
+                                                      weight_decay=weight_decay or None),
                       loss=loss, metrics=metrics)
         return model
 
@@ -225,8 +258,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
             **kwargs: Any) -> Any:
         """Train one trial with ``model.fit``; with ``alternate``, adds ``RefreshDagger``.
 
-        Declares ``refresh_every`` (with ``alternate``, unless ``callbacks``
-        already hold a ``RefreshDagger``).
+        Declares ``refresh_every`` (1, 2, 4; default 1) with ``alternate``,
+        unless ``callbacks`` already hold a ``RefreshDagger``.
 
         Args:
             hp: the trial's hyper-parameters.
@@ -254,6 +287,9 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                                        layout=not issubclass(self.loss_class, _SSE_LOSSES))
         callbacks = list(arguments.get("callbacks") or [])
         if self.alternate and not any(isinstance(c, RefreshDagger) for c in callbacks):
-            every = int(space.declare(hp, "refresh_every"))
-            arguments["callbacks"] = [*callbacks, RefreshDagger(every_n_epochs=every)]
+            # No entry for the rounds T: KerasTuner scores a trial by its best epoch.
+            every = hp.Choice("refresh_every", [1, 2, 4], default=1)
+            _within("an int >= 1", refresh_every=every)
+            arguments["callbacks"] = [*callbacks, RefreshDagger(every_n_epochs=int(every))]
         return model.fit(*bound.args[1:], **bound.kwargs)
+

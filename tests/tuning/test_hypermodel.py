@@ -103,6 +103,8 @@ def test_refresh_period_is_declared_in_fit(pue):
     assert "refresh_every" not in hp.values  # a training choice: declared by fit
     hm.fit(hp, model, train, validation_data=val, epochs=2, verbose=0)
     assert (hp.values["refresh_every"], model.refreshes) == (1, 2)
+    every = next(p for p in hp.space if p.name == "refresh_every")
+    assert (list(every.values), every.default) == ([1, 2, 4], 1)
     hp = keras_tuner.HyperParameters()
     hp.Fixed("refresh_every", 3)
     model = hm.build(hp)

@@ -1,4 +1,4 @@
-"""tuning: the search space declared in build/fit, its defaults, and narrowing it the KerasTuner way."""
+"""tuning: the search space written in build/fit, its defaults, and narrowing it the KerasTuner way."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 import adpue_tf as adp
 from adpue_tf.tuning import DebiasedHyperModel
-from adpue_tf.tuning.space import VALUES
 
 LRS = [1e-3, 3e-3, 1e-2, 3e-2]
 WDS = [0.0, 1e-3, 1e-2, 1e-1]
@@ -27,10 +26,12 @@ def _built(hm: DebiasedHyperModel, hp: keras_tuner.HyperParameters | None = None
     return hp
 
 
-def test_the_pinned_values():
-    assert {k: list(v) for k, v in VALUES.items()} == {
-        "learning_rate": LRS, "weight_decay": WDS, "alpha": ALPHAS, "beta": BETAS,
-        "gamma": GAMMAS, "refresh_every": [1, 2, 4]}
+def test_the_pinned_values_and_defaults():
+    """The space that tuning results were searched over: every entry build can declare."""
+    hp = _built(DebiasedHyperModel(loss="ad3se", input_shape=(2,)))
+    assert {p.name: (list(p.values), p.default) for p in hp.space} == {
+        "learning_rate": (LRS, 1e-3), "weight_decay": (WDS, 0.0), "alpha": (ALPHAS, 0.5),
+        "beta": (BETAS, 0.0), "gamma": (GAMMAS, 0.0)}
 
 
 def test_space_adpue_default():
