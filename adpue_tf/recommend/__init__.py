@@ -10,7 +10,7 @@ Example:
 """
 
 from adpue_tf.recommend.compose import ThetaFeature
-from adpue_tf.recommend.fit import NET_TOLERANCE, fit_pue
+from adpue_tf.recommend.fit import NET_TOLERANCE, FitOptions, fit_pue
 from adpue_tf.recommend.names import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
@@ -20,5 +20,5 @@ from adpue_tf.recommend.names import (
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "MIN_POSITIVES", "NET_TOLERANCE",
-           "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue"]
+__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "FitOptions", "MIN_POSITIVES",
+           "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue"]

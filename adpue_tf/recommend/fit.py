@@ -27,7 +27,12 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # Python 3.10: TensorFlow installs typing_extensions
+    from typing_extensions import Unpack
 
 import keras
 import numpy as np
@@ -57,8 +62,8 @@ from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 
-__all__ = ["FINALS", "FOLDS_FINAL", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit", "choose",
-           "fit_pue"]
+__all__ = ["FINALS", "FOLDS_FINAL", "FitOptions", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit",
+           "choose", "fit_pue"]
 
 #: Held-out rows of each log fit_pue needs at least to score its candidates.
 MIN_HELD_OUT = 5
@@ -115,116 +120,93 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
     return chosen
 
 
+class FitOptions(TypedDict, total=False):
+    """:func:`fit_pue`'s keywords beyond the usual five, each with the default the evidence chose.
+
+    Pass them as keywords, ``fit_pue(..., folds=5)``, or as a dict,
+    ``fit_pue(..., **options)``. What each does, and the measurements behind
+    its default: ``docs/guide/choosing-models.md``, *fit_pue's arguments*.
+
+    Attributes:
+        candidates: names of ``CANDIDATES`` to try, or ``"all"``; default
+            ``None``: ``DEFAULT_CANDIDATES``.
+        tolerance: standard errors within which the Brier score cannot separate
+            two candidates (the likelihood of ``W`` decides); default 2.0.
+        folds: ``K >= 2``: ``K``-fold cross-fitting; default 1: one split.
+        final: what ``.model`` is, one of :data:`FINALS`; default ``"auto"``.
+        refit: False: no model trained on all rows, as ``final="average"``;
+            default True.
+        learning_rate: Adam's learning rate for every net; default 1e-2.
+        min_steps: optimizer steps each net takes at least; default 500.
+        rounds: alternate-learning rounds of ``adpue_rounds`` and ``adpue_ratio``;
+            default 10.
+        patience: epochs without improvement that end a pass, None: all
+            ``epochs``; default 2.
+        jit_compile: compile every net's training step with XLA; default False.
+
+    Example:
+        >>> options: FitOptions = {"folds": 5, "final": "refit"}
+        >>> sorted(set(options) - set(FitOptions.__optional_keys__))
+        []
+    """
+
+    candidates: Sequence[str] | str | None
+    tolerance: float
+    folds: int
+    final: str
+    refit: bool
+    learning_rate: float
+    min_steps: int
+    rounds: int
+    patience: int | None
+    jit_compile: bool
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    """A ``TypeError`` naming an unknown keyword and the options there are."""
+    unknown = sorted(set(options) - set(FitOptions.__optional_keys__))
+    if unknown:
+        raise TypeError(
+            f"fit_pue() got an unexpected keyword argument {unknown[0]!r}; besides epochs, "
+            "batch_size, validation_split, seed and verbose it takes the options "
+            f"{sorted(FitOptions.__optional_keys__)} (adpue_tf.recommend.FitOptions).")
+
+
 # -- the front door ---------------------------------------------------------------------
 @quiet_retracing()  # fit_pue's fresh nets: TensorFlow's retracing warning is not the user's
 def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], keras.Model]],
             x_pu: Any, w: Any, x_e: Any, e: Any, *,
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
-            seed: int = 0, verbose: int | str = "auto",
-            candidates: Sequence[str] | str | None = None, learning_rate: float = 1e-2,
-            min_steps: int = 500, rounds: int = 10, refit: bool = True,
-            tolerance: float = 2.0, folds: int = 1, final: str = "auto",
-            patience: int | None = 2, jit_compile: bool = False) -> PUEFit:
-    """Train every estimator of ``p(y=1|x)``, choose on held-out rows, keep the choice.
+            seed: int = 0, verbose: int | str = "auto", **options: Unpack[FitOptions]) -> PUEFit:
+    """Train every estimator of ``p(y=1|x)``, choose one on held-out rows, refit it on all rows.
 
-    Never reads a hidden ``Y``: only the PU rows ``(x_pu, W)`` and the exposure
-    log ``(x_e, E)``, assumed drawn from the same feature distribution. The
-    same ``seed`` gives the same choice and model.
+    Reads the PU rows ``(x_pu, W)`` and the exposure log ``(x_e, E)``, drawn
+    from the same features, and never a hidden ``Y``. The same ``seed`` gives the
+    same choice and model. The rule, each argument's details and the evidence:
+    ``docs/guide/choosing-models.md``.
 
     Args:
-        build_net: returns a fresh Keras model (features -> one logit, no final
-            sigmoid), e.g. ``lambda: keras.Sequential([keras.Input((d,)),
-            keras.layers.Dense(1)])``. Called once per trained net (the
-            checks' two calls give the first two: ``θ̂``'s and ``bce_w``'s). Or a
-            mapping ``{name: build_net}``: every net's candidates are trained
-            and chosen among on the same held-out rows (the nets that train
-            together share one pass, so a second net of a small model costs
-            little); the first net given is kept unless another's choice has
-            a held-out NLL of ``W`` lower by :data:`NET_TOLERANCE` standard
-            errors of the paired difference (then the lowest such; with some ``θ̂``
-            failed, the lowest Brier score), refitted and returned, naming it
-            in ``.net``. So list the net you would use without evidence first. A net's penalties (L2, L1) add to
-            every candidate's risk, some on a smaller scale than a log-loss,
-            and the strength that suits small data depends on the data: give
-            two, e.g. L2 0.01 and 0.001 (docs/guide/choosing-models.md,
-            *Limits, measured*).
-        x_pu: PU features: an array ``(n_pu, ...)``, a dict of arrays, or a
-            Dataset of unbatched ``(features, w)`` rows (then ``w=None``), e.g.
-            :func:`adpue_tf.data.read_tfrecords` output.
+        build_net: returns a fresh Keras model, features -> one logit (no final
+            sigmoid), once per net; or ``{name: build_net}`` to choose the net too.
+        x_pu: PU features: an array, a dict of arrays, or a Dataset of
+            unbatched ``(features, w)`` rows (then ``w=None``).
         w: observed positives ``W = E·Y`` in {0, 1}, ``(n_pu,)``.
         x_e: exposure-log features, as ``x_pu``.
         e: exposures ``E`` in {0, 1}, ``(n_e,)``.
         epochs: at most this many epochs per net; each keeps its best epoch.
-        batch_size: rows per batch. A net whose training rows fit in one
-            batch trains full-batch: the batch is built once and an epoch's
-            steps run in one call (compiled whole with ``jit_compile``), the
-            same updates as shuffled batches of every row, several times
-            faster on small data (``adpue_tf.recommend.full_batch``).
-        validation_split: share of the PU rows and of the E rows held out to
-            choose, in ``(0, 0.5]``.
-        seed: any int ``>= 0`` (a seed of ``2**32`` or more is hashed to the 32
-            bits Keras takes); seeds the split, every net's initialisation and the shuffles
-            (the same result whatever ``tf.random.set_seed`` the caller used:
-            TensorFlow's global seed is left at its default, set back once
-            if it differs; Python's and NumPy's global seeds are set per net).
-        verbose: ``"auto"``/1: a progress bar on a terminal (a line per net
-            otherwise), 2: a line per net, 0: silent.
-        candidates: names of :data:`adpue_tf.recommend.CANDIDATES` to try, or
-            ``"all"``; default :data:`adpue_tf.recommend.DEFAULT_CANDIDATES`
-            (of which, when too few positives are held out for any score to
-            overrule ``blend``, only it and its parts are trained: the
-            others are listed in ``.skipped``).
-        learning_rate: Adam's learning rate for every net (each net keeps its
-            best epoch, so a rate on the high side costs little; image
-            networks may prefer 1e-3).
-        min_steps: each net takes at least this many optimizer steps over its
-            ``epochs`` (small data sets get longer epochs).
-        rounds: alternate-learning rounds over ``epochs`` (a refresh every
-            ``epochs // rounds`` epochs) for ``adpue_rounds`` and ``adpue_ratio``.
-        refit: False: no model trained on all rows (``final="average"``).
-        tolerance: candidates whose held-out Brier score is within this many
-            standard errors (of the paired difference) of the best are
-            indistinguishable by it; among them the held-out likelihood of
-            ``W`` under ``σ(z)·θ̂`` chooses, except that ``blend`` stays
-            unless that likelihood shows another better by this many
-            standard errors (never Ratio or ``likelihood_theta``, which
-            predict with that ``θ̂``). 0: the Brier score alone. With fewer than
-            :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives
-            among the held-out PU rows, ``blend`` is kept (too few rows for
-            either score to overrule it).
-        folds: ``K`` >= 2: ``K``-fold cross-fitting (every row held out once,
-            each fold with its own ``θ̂``); 1 (the default): one split. On
-            small synthetic data five folds did not choose better than one
-            split (``docs/guide/choosing-models.md``), and cost about 3x.
-        final: what ``.model`` is, one of :data:`FINALS`: ``"refit"`` on all
-            rows (the nets ``.model`` predicts with; with one split, a net
-            needed only to train them, such as ``θ̂``, is the choice step's),
-            ``"average"`` of the fold models (one split: the model of
-            the training part), ``"auto"``: ``"refit"`` with one split,
-            :data:`FOLDS_FINAL` with folds.
-        patience: a training pass ends once none of its nets has improved its
-            held-out score for this many epochs (each keeps its best epoch);
-            None: every net trains for ``epochs``. The refit on all rows
-            trains each net for its kept epochs.
-        jit_compile: compile every net's training step with XLA (Keras's
-            ``jit_compile``): faster for small nets, whose steps are many
-            tiny operations, and on a GPU; the net must be one XLA compiles
-            (no string lookups, say). Under XLA the losses' runtime checks
-            are off, so a net that diverges is caught by its held-out score
-            (recorded in ``.failed``) instead of stopping its step. The
-            compiled passes are kept for the next call whose ``build_net``
-            has the same code (a lambda made in a loop counts as the same;
-            the candidates trained alone too),
-            so a loop of calls keeps about 1.5 MB a call with or without
-            XLA; a builder that is a new callable object each call (a
-            ``functools.partial``) leaves every compiled model behind, which
-            TensorFlow never frees.
+        batch_size: rows per batch.
+        validation_split: share of the PU rows and of the E rows held out, in ``(0, 0.5]``.
+        seed: any int ``>= 0``: seeds the split, every net and the shuffles.
+        verbose: ``"auto"``/1: a progress bar, 2: a line per net, 0: silent.
+        **options: :class:`FitOptions`, each with a default: ``candidates``,
+            ``tolerance``, ``folds``, ``final``, ``refit`` (what is tried and kept),
+            ``learning_rate``, ``min_steps``, ``rounds``, ``patience``, ``jit_compile``.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
 
     Raises:
-        TypeError, ValueError: on bad input, naming the argument.
+        TypeError, ValueError: on bad input or an unknown option, naming it.
 
     Example:
         >>> import keras, adpue_tf as adp
@@ -235,6 +217,13 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
+    _check_options(options)
+    candidates = options.get("candidates")
+    learning_rate, min_steps = options.get("learning_rate", 1e-2), options.get("min_steps", 500)
+    rounds, refit = options.get("rounds", 10), options.get("refit", True)
+    tolerance, folds = options.get("tolerance", 2.0), options.get("folds", 1)
+    final, patience = options.get("final", "auto"), options.get("patience", 2)
+    jit_compile = options.get("jit_compile", False)
     builders = check_builders(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)

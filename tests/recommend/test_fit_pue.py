@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import keras
@@ -12,7 +13,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf.data.rows import Rows, split_indices
-from adpue_tf.recommend import CANDIDATES
+from adpue_tf.recommend import CANDIDATES, FitOptions
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit
 from adpue_tf.recommend.inputs import SATURATED
 
@@ -235,6 +236,7 @@ BAD = [
     (dict(final="refit", refit=False), ValueError, "`refit=False` contradicts"),
     (dict(patience=0), ValueError, "`patience` must be at least 1"),
     (dict(patience=1.5), TypeError, "`patience` must be an int"),
+    (dict(fold=5), TypeError, "unexpected keyword argument 'fold'; .*'folds'.*FitOptions"),
 ]
 
 
@@ -250,6 +252,28 @@ def test_bad_input_names_the_argument(data, change, err, match):
     with pytest.raises(err, match=match):
         adp.fit_pue(args["build_net"], args["x_pu"], args["w"], args["x_e"], args["e"],
                     **options)
+
+
+def test_the_docstring_says_what_fit_pue_does_in_at_most_40_lines():
+    """The details and the evidence live in docs/guide/choosing-models.md."""
+    lines = adp.fit_pue.__doc__.splitlines()  # from the opening quotes to the closing ones
+    assert len(lines) <= 40, f"fit_pue's docstring has {len(lines)} lines"
+    assert [h for h in ("Args:", "Returns:", "Raises:", "Example:") if f"    {h}" in lines] \
+        == ["Args:", "Returns:", "Raises:", "Example:"]
+
+
+def test_the_call_is_five_arguments_five_keywords_and_the_options():
+    params = inspect.signature(adp.fit_pue).parameters
+    assert list(params) == ["build_net", "x_pu", "w", "x_e", "e", "epochs", "batch_size",
+                            "validation_split", "seed", "verbose", "options"]
+    assert {n: p.default for n, p in params.items() if p.default is not p.empty} == {
+        "epochs": 20, "batch_size": 512, "validation_split": 0.2, "seed": 0, "verbose": "auto"}
+    assert params["options"].kind is inspect.Parameter.VAR_KEYWORD
+    assert FitOptions.__optional_keys__ == {
+        "candidates", "tolerance", "folds", "final", "refit", "learning_rate", "min_steps",
+        "rounds", "patience", "jit_compile"}
+    documented = inspect.getdoc(FitOptions).split("Attributes:", 1)[1].split("Example:")[0]
+    assert all(f"\n    {name}: " in documented for name in FitOptions.__optional_keys__)
 
 
 def test_a_net_that_diverges_is_recorded_and_every_candidate_failing_is_an_error(data):

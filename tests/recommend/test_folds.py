@@ -35,10 +35,11 @@ def test_every_row_lands_in_one_fold_and_folds_are_balanced(n, k):
     assert not np.array_equal(folds, assign_folds(n, k, np.random.default_rng(1))) or k == n
 
 
-def test_one_split_unless_folds_are_asked_for():
+def test_one_split_unless_folds_are_asked_for(small):
     """The measured default: five folds chose no better than one split on small data."""
-    import inspect
-    assert inspect.signature(adp.fit_pue).parameters["folds"].default == 1
+    fit = adp.fit_pue(linear, small.x_pu, small.w_pu, small.x_e, small.e_e, **TINY)
+    assert (fit.folds, fit.final) == (1, "refit")
+    assert fit.rows["pu_held_out"] == round(0.2 * 120)  # validation_split's share, not all
 
 
 def test_scores_pool_every_row_each_predicted_by_the_fold_that_held_it_out(small):
