@@ -41,6 +41,11 @@ def is_multi_worker(strategy: tf.distribute.Strategy | None = None) -> bool:
     return bool(in_multi_worker()) if callable(in_multi_worker) else False
 
 
+def _on_tensorflow() -> bool:
+    """Whether Keras runs on TensorFlow (the only backend with ``tf.distribute`` strategies)."""
+    return keras.backend.backend() == "tensorflow"
+
+
 def _rank_one(logs: Any) -> Any:
     return {k: tf.reshape(v, (1,)) if tf.is_tensor(v) and v.shape.rank == 0 else v
             for k, v in logs.items()} if isinstance(logs, dict) else logs
@@ -54,14 +59,21 @@ class MultiWorkerFit:
     changes nothing.
     """
 
-    def train_step(self, data: Any) -> Any:
-        """Keras's train step; scalar logs as shape ``(1,)`` across workers."""
-        logs = super().train_step(data)  # type: ignore[misc]
+    def train_step(self, *args: Any) -> Any:
+        """Keras's train step; scalar logs as shape ``(1,)`` across workers.
+
+        On JAX (``train_step(state, data)``) and PyTorch, Keras's step unchanged.
+        """
+        logs = super().train_step(*args)  # type: ignore[misc]
+        if not _on_tensorflow():
+            return logs
         return _rank_one(logs) if is_multi_worker(self.distribute_strategy) else logs  # type: ignore[attr-defined]
 
-    def test_step(self, data: Any) -> Any:
+    def test_step(self, *args: Any) -> Any:
         """Keras's test step; scalar logs as shape ``(1,)`` across workers."""
-        logs = super().test_step(data)  # type: ignore[misc]
+        logs = super().test_step(*args)  # type: ignore[misc]
+        if not _on_tensorflow():
+            return logs
         return _rank_one(logs) if is_multi_worker(self.distribute_strategy) else logs  # type: ignore[attr-defined]
 
     def _maybe_symbolic_build(self, iterator: Any = None, data_batch: Any = None) -> None:

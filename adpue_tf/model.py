@@ -23,9 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from adpue_tf._internal.backend import BACKEND, TENSORFLOW, jax_jit, recorded_error
 from adpue_tf._internal.checks import check_initial_guess, check_int
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import (
@@ -51,6 +53,15 @@ from adpue_tf.risks._batch import check_sources, num_replicas
 __all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 
 DIRECT, INITIAL, SNAPSHOT = 0, 1, 2
+#: The dtype of the state counters: int64 on TensorFlow (as Keras's step counter:
+#: TensorFlow keeps int32 variables in host memory, which an XLA step on a GPU
+#: cannot read), int32 elsewhere (JAX has no int64 unless x64 is enabled).
+_COUNTER = "int64" if TENSORFLOW else "int32"
+
+
+def _value(variable: Any) -> int:
+    """The value of a scalar integer variable now, on any backend."""
+    return int(np.asarray(ops.convert_to_numpy(variable)))
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
@@ -98,6 +109,14 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
     CPU, nor under a distribution strategy): compile with ``jit_compile=False``
     to keep the runtime checks there.
+
+    On JAX the same step runs in Keras's stateless form under ``jax.jit`` (XLA,
+    JAX's default), with the checks kept as runtime callbacks: a failing check
+    raises its ``ValueError`` (or ``DivergedError``) from ``fit``, and the
+    weights are those before the failing step (the step's inputs are not
+    donated to XLA, so they survive it). On PyTorch the step runs eagerly and
+    every check raises at once. The snapshot runs on the full batch on both
+    (the rows are not gathered). See ``docs/guide/backends.md``.
 
     Args:
         net: the model to train; one output unit, a logit or a probability
@@ -153,19 +172,20 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             self.initial_model = None
             self._initial_constant = check_initial_guess(initial_dagger)
             start = DIRECT
-        # int64, like Keras's own step counter: TensorFlow keeps int32 variables
-        # in host memory, which an XLA step on a GPU cannot read (the step reads
-        # the mode).
-        self._mode = self.add_weight(shape=(), dtype="int64", trainable=False,
+        # The step reads the mode (see _COUNTER for the dtype).
+        self._mode = self.add_weight(shape=(), dtype=_COUNTER, trainable=False,
                                      initializer=keras.initializers.Constant(start),
                                      name="dagger_mode")
-        self._refreshes = self.add_weight(shape=(), dtype="int64", trainable=False,
+        self._refreshes = self.add_weight(shape=(), dtype=_COUNTER, trainable=False,
                                           initializer="zeros", name="refreshes")
         # Last epoch count at which RefreshDagger refreshed: lets a resumed run
         # catch up a refresh whose epoch was backed up before it happened.
-        self._refresh_epoch = self.add_weight(shape=(), dtype="int64", trainable=False,
+        self._refresh_epoch = self.add_weight(shape=(), dtype=_COUNTER, trainable=False,
                                               initializer="zeros", name="refresh_epoch")
         self.risk_tracker = RiskTracker(name="risk_parts")
+        # JAX and PyTorch: the mode when the step is traced (TensorFlow reads the
+        # variable then); set where Keras makes the step, the variables attached.
+        self._traced_mode: int | None = None
         if net.built and getattr(net, "inputs", None):
             self.build(tuple(net.inputs[0].shape))
 
@@ -173,12 +193,12 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     @property
     def dagger_mode(self) -> int:
         """Source of ``f†`` now: ``DIRECT`` (0), ``INITIAL`` (1) or ``SNAPSHOT`` (2)."""
-        return int(self._mode.numpy())
+        return _value(self._mode)
 
     @property
     def refreshes(self) -> int:
         """How many times the snapshot was refreshed (the paper's rounds ``T``)."""
-        return int(self._refreshes.numpy())
+        return _value(self._refreshes)
 
     @property
     def refresh_epoch(self) -> int:
@@ -189,7 +209,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         with the weights so that a resumed run catches up a refresh whose epoch
         was backed up before it happened. Set it with :meth:`set_refresh_epoch`.
         """
-        return int(self._refresh_epoch.numpy())
+        return _value(self._refresh_epoch)
 
     def set_refresh_epoch(self, epoch: int) -> None:
         """Record ``epoch`` as the epoch count of the last refresh (see :attr:`refresh_epoch`).
@@ -203,6 +223,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """Use the initial guess as ``f†`` until the first refresh (if not yet refreshed)."""
         if self.dagger_mode == DIRECT:
             self._mode.assign(INITIAL)
+            self._traced_mode = INITIAL
             # The traced steps read f† from the forward pass (direct mode, no
             # snapshot pass); trace them once more, now with the snapshot.
             if getattr(self, "train_function", None) is not None:
@@ -266,6 +287,66 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         build_optimizer(self)  # the step is traced once, not twice
         return super().fit(x, y, *args, **kwargs)
 
+    # -- JAX and PyTorch: the mode at tracing; JAX: a failed step keeps the weights --
+    def make_train_function(self, force: bool = False) -> Any:
+        """Keras's; on JAX without donating the state, so a failing step leaves the weights."""
+        if TENSORFLOW:
+            return super().make_train_function(force)
+        self._traced_mode = self.dagger_mode
+        if BACKEND != "jax" or not self._jax_undonated():
+            return super().make_train_function(force)
+        if getattr(self, "train_function", None) is not None and not force:
+            return None
+        self.train_function = self._kept_state(self.train_step, optimizer=True)
+        return None
+
+    def make_test_function(self, force: bool = False) -> Any:
+        """Keras's; on JAX without donating the state (see :meth:`make_train_function`)."""
+        if TENSORFLOW:
+            return super().make_test_function(force)
+        self._traced_mode = self.dagger_mode
+        if BACKEND != "jax" or not self._jax_undonated():
+            return super().make_test_function(force)
+        if getattr(self, "test_function", None) is not None and not force:
+            return None
+        self.test_function = self._kept_state(self.test_step, optimizer=False)
+        return None
+
+    def _jax_undonated(self) -> bool:
+        """Whether this model makes its own JAX step functions (not under a distribution)."""
+        return keras.distribution.distribution() is None
+
+    def _kept_state(self, step: Any, *, optimizer: bool) -> Any:
+        """A JAX step function ``(state, iterator) -> (logs, state)`` that keeps its input state.
+
+        As Keras's (``jax.jit`` unless ``run_eagerly`` or ``jit_compile=False``),
+        but the state is not donated: when a check fails inside the step, the
+        variables are set back to the state the step was given (Keras detaches
+        them during an epoch) and the check's own error is raised.
+        """
+        if not self.run_eagerly and self.jit_compile:
+            step = jax_jit(step)
+        run = self._make_function(step)  # Keras's loop over steps_per_execution
+
+        def function(state: Any, iterator: Any) -> Any:
+            try:
+                return run(state, iterator)
+            except Exception as err:
+                groups = [self.trainable_variables, self.non_trainable_variables]
+                if optimizer:
+                    groups.append(self.optimizer.variables)
+                groups.append(self.metrics_variables)
+                for variables, values in zip(groups, state):
+                    for variable, value in zip(variables, values):
+                        variable.assign(value)
+                self._jax_state_synced = True
+                own = recorded_error()
+                if own is not None:
+                    raise own from err
+                raise
+
+        return function
+
     def compile_from_config(self, config: dict[str, Any]) -> None:
         """Re-compile from a saved compile config (used when loading ``.keras`` files)."""
         self.compile(**keras.saving.deserialize_keras_object(config))
@@ -279,8 +360,11 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         def prob(out: Any, name: str = "the output of the snapshot") -> Any:
             return ops.reshape(ops.sigmoid(to_logits(out, from_logits, name)), (-1,))
 
-        with tf.init_scope():  # the mode when tracing: direct or not is static
-            mode = int(self._mode.numpy())
+        if TENSORFLOW:
+            with tf.init_scope():  # the mode when tracing: direct or not is static
+                mode = int(self._mode.numpy())
+        else:
+            mode = self._traced_mode if self._traced_mode is not None else self.dagger_mode
         if mode == DIRECT:
             return ops.stop_gradient(ops.reshape(prob(y_pred, "`y_pred`"), (-1, 1)))
         x, rows = _rows.select(self.loss.dagger_sources(), x, y, self.snapshot,
@@ -317,13 +401,13 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         if isinstance(x, dict):
             features = {f"x[{k!r}]": t for k, t in x.items() if not isinstance(t, (dict, list))}
         else:
-            features = {f"x[{i}]": t for i, t in enumerate(tf.nest.flatten(x))}
+            features = {f"x[{i}]": t for i, t in enumerate(keras.tree.flatten(x))}
         finite = finite_specs({**features, "the output of `net`": y_pred}, stop)
         # A loss whose terms check the labels (check_sources) takes these checks
         # into the same graph assertion, before the label checks: every output
         # of the loss waits for it through the checked labels.
-        fused = (bool(finite) and type(loss).terms is DebiasedLoss.terms and bool(loss.reads)
-                 and not tf.executing_eagerly())
+        fused = (TENSORFLOW and bool(finite) and type(loss).terms is DebiasedLoss.terms
+                 and bool(loss.reads) and not tf.executing_eagerly())
         checks = [] if fused else fold_checks(finite)
         y_pred = with_checks(y_pred, checks)
         y = ops.cast(ops.convert_to_tensor(y), "float32")

@@ -24,6 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import concrete
 from adpue_tf._internal.checks import check_bool
 
 __all__ = ["check_logit_model", "check_output_convention", "check_output_values",
@@ -104,7 +105,10 @@ def check_output_values(name: str, values: Any, *, from_logits: bool) -> None:
                 "logits are expected (`from_logits=True`). Pass `from_logits=False`, or "
                 "drop the final sigmoid.")
         return
-    arr = np.asarray(values.numpy() if hasattr(values, "numpy") else values, dtype=np.float64)
+    known = concrete(values)
+    if known is None:  # traced: nothing to read now
+        return
+    arr = np.asarray(known, dtype=np.float64)
     finite = arr[np.isfinite(arr)]
     if finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
         raise ValueError(

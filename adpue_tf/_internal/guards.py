@@ -9,7 +9,9 @@ Every check runs in eager mode (a ``ValueError`` naming the argument) and
 inside ``fit``/``tf.function`` (a ``tf.errors.InvalidArgumentError`` with the
 same words, from ``tf.debugging.Assert``). XLA compiles ``Assert`` to a no-op,
 so under ``jit_compile=True`` (Keras's ``"auto"`` on a GPU) only the static
-(trace-time) checks remain.
+(trace-time) checks remain. On JAX a traced check is a callback into Python
+(:func:`adpue_tf._internal.backend.jax_assertion`), kept under ``jax.jit``; on
+PyTorch every value is concrete and checked at once.
 """
 
 from __future__ import annotations
@@ -17,9 +19,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
+
+from adpue_tf._internal.backend import (
+    TENSORFLOW,
+    can_assert,
+    concrete,
+    jax_assertion,
+    raise_first,
+)
+
+if TENSORFLOW:
+    import tensorflow as tf
 
 #: Probabilities are clipped to ``[_EPS, 1 - _EPS]`` before taking logits.
 _EPS = 1e-7
@@ -57,6 +70,24 @@ def is_divergence(error: BaseException) -> bool:
     return isinstance(error, DivergedError) or DIVERGED in str(error)
 
 
+def _error(text: str) -> ValueError:
+    """The error of a failed check: a :class:`DivergedError` for a blown-up output."""
+    return DivergedError(text) if DIVERGED in text else ValueError(text)
+
+
+def _is_floating(t: Any) -> bool:
+    """Whether ``t`` holds floating-point values (any backend's tensors, NumPy arrays)."""
+    dtype = getattr(t, "dtype", None)
+    if dtype is None:
+        return False
+    if TENSORFLOW and isinstance(dtype, tf.DType):
+        return bool(dtype.is_floating)
+    try:
+        return "float" in keras.backend.standardize_dtype(dtype)
+    except (ValueError, TypeError):
+        return False
+
+
 def _from_sigmoid(y_pred: Any) -> bool:
     """Whether ``y_pred`` is the output of a sigmoid activation.
 
@@ -66,7 +97,7 @@ def _from_sigmoid(y_pred: Any) -> bool:
     """
     if hasattr(y_pred, "_keras_logits"):
         return True
-    if tf.executing_eagerly() or not isinstance(y_pred, tf.Tensor):
+    if not TENSORFLOW or tf.executing_eagerly() or not isinstance(y_pred, tf.Tensor):
         return False
     op = getattr(y_pred, "op", None)
     return getattr(op, "type", None) == "Sigmoid"
@@ -94,9 +125,21 @@ def fold_checks(checks: Sequence[Check]) -> list:
     same text as a ``tf.debugging.Assert(ok, [message, *data], summarize=8)``,
     and the data of a check (say, the min and max of a tensor) are computed only
     when it fails.
+
+    JAX: the list holds one float32 ``1`` that :func:`with_checks` multiplies
+    into its value (:func:`~adpue_tf._internal.backend.jax_assertion`).
+    PyTorch (every value concrete): the checks run now and the list is empty.
     """
     if not checks:
         return []
+    if not TENSORFLOW:
+        values = [concrete(ok) for ok, _, _ in checks]
+        if all(v is not None for v in values):
+            data = [[concrete(v) for v in d()] if d is not None and not bool(np.all(v)) else []
+                    for v, (_, _, d) in zip(values, checks)]
+            raise_first([m for _, m, _ in checks], values, data, _error)
+            return []
+        return [jax_assertion(checks, _error)] if can_assert() else []
     if len(checks) == 1 and checks[0][2] is None:
         ok, message, _ = checks[0]
         return [tf.raw_ops.Assert(condition=ok, data=[message], summarize=8)]
@@ -119,6 +162,13 @@ def _with_checks(x: Any, checks: list) -> Any:
     """``x``, evaluated only after the graph assertions ``checks``."""
     if not checks:
         return x
+    if not TENSORFLOW:  # JAX: the assertions' 1 multiplied in keeps them in the program
+        one = checks[0]
+        for more in checks[1:]:
+            one = one * more
+        if _is_floating(x):
+            return x * ops.cast(one, x.dtype)
+        return ops.where(ops.cast(one, "bool"), x, ops.zeros_like(x))
     with tf.control_dependencies(checks):
         return tf.identity(x)
 
@@ -133,16 +183,30 @@ def _guard_output(z: Any, name: str, bound: float) -> Any:
     clipped to ``±MAX_LOGIT``), but beyond the clip they get no gradient, so
     training on them would silently ignore those rows.
     """
+    output = (f"{name} (the model output) {DIVERGED} "
+              f"(beyond ±{bound:g}), so training stops before the weights are "
+              "updated. Look for NaN, inf or huge values in the features, or a "
+              "diverging model;")
+    gradient = (f"the gradient of the loss with respect to {name} is not finite, "
+                "so training stops before the weights are updated.")
+    if not TENSORFLOW:
+        @ops.custom_gradient
+        def checked(x: Any) -> Any:
+            def grad(*args: Any, upstream: Any = None) -> Any:
+                dy = upstream if upstream is not None else args[0]
+                return _with_checks(dy, fold_checks([
+                    (ops.all(ops.abs(x) <= bound), output + " min and max:",
+                     lambda: [ops.min(x), ops.max(x)]),
+                    (ops.all(ops.isfinite(dy)), gradient, None),
+                ]))
+
+            return x + 0.0, grad
+
+        return checked(z)
 
     @tf.custom_gradient
     def guard(x: Any) -> Any:
         def grad(dy: Any) -> Any:
-            output = (f"{name} (the model output) {DIVERGED} "
-                      f"(beyond ±{bound:g}), so training stops before the weights are "
-                      "updated. Look for NaN, inf or huge values in the features, or a "
-                      "diverging model;")
-            gradient = (f"the gradient of the loss with respect to {name} is not finite, "
-                        "so training stops before the weights are updated.")
             if tf.executing_eagerly() and hasattr(x, "numpy"):
                 arr = x.numpy()
                 if not np.all(np.abs(arr) <= bound):
@@ -167,15 +231,16 @@ def _check_probabilities(z: Any, name: str) -> Any:
     message = (f"{name} holds values outside [0, 1], so it does not hold probabilities, "
                "but the loss has `from_logits=False`. A model that outputs logits (e.g. "
                "Dense(1) without activation) needs `from_logits=True`.")
-    if tf.executing_eagerly() and hasattr(z, "numpy"):
-        arr = z.numpy()
+    arr = concrete(z) if not TENSORFLOW else (
+        z.numpy() if tf.executing_eagerly() and hasattr(z, "numpy") else None)
+    if arr is not None:
         bad = (arr < 0.0) | (arr > 1.0)
         if np.any(bad):
             raise ValueError(f"{message} Got min {np.nanmin(arr):.4g}, max {np.nanmax(arr):.4g}.")
         return z
     inside = ops.logical_not(ops.any((z < 0.0) | (z > 1.0)))
     return _with_checks(z, fold_checks([(inside, message + " min and max:",
-                                         lambda: [tf.reduce_min(z), tf.reduce_max(z)])]))
+                                         lambda: [ops.min(z), ops.max(z)])]))
 
 
 def probability_to_logit(p: Any) -> Any:
@@ -239,14 +304,17 @@ def finite_specs(tensors: dict[str, Any], message: str) -> list[Check]:
     """
     checks: list[Check] = []
     for name, t in tensors.items():
-        if t is None or not getattr(getattr(t, "dtype", None), "is_floating", False):
+        if t is None or not _is_floating(t):
             continue
-        if tf.executing_eagerly() and hasattr(t, "numpy"):
-            bad = int(np.size(t.numpy()) - np.count_nonzero(np.isfinite(t.numpy())))
+        arr = concrete(t) if not TENSORFLOW else (
+            t.numpy() if tf.executing_eagerly() and hasattr(t, "numpy") else None)
+        if arr is not None:
+            bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
             if bad:
                 raise ValueError(f"{message} `{name}` holds {bad} NaN or infinite value(s).")
             continue
-        checks.append((tf.reduce_all(tf.math.is_finite(t)),
+        checks.append((tf.reduce_all(tf.math.is_finite(t)) if TENSORFLOW
+                       else ops.all(ops.isfinite(t)),
                        f"{message} NaN or inf found in `{name}`.", None))
     return checks
 
@@ -276,10 +344,16 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
     them. Keras's ``TerminateOnNaN`` instead looks at the logged loss after the
     step, when the weights already hold the non-finite update.
     """
-    if tf.executing_eagerly() and hasattr(value, "numpy"):
-        if not np.all(np.isfinite(value.numpy())):
-            raise ValueError(f"{message} Got {value.numpy()}.")
+    arr = concrete(value) if not TENSORFLOW else (
+        value.numpy() if tf.executing_eagerly() and hasattr(value, "numpy") else None)
+    if arr is not None:
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{message} Got {arr}.")
         return value
+    if not TENSORFLOW:  # JAX: the step fails as a whole, so no weight is updated
+        check = [*fold_checks([(ops.all(ops.isfinite(value)), message + " Got",
+                                lambda: [value])]), *checks]
+        return _with_checks(value, check)
 
     @tf.custom_gradient
     def guard(x: Any) -> Any:

@@ -54,6 +54,11 @@ def build_optimizer(model: keras.Model) -> None:
     if optimizer is None or optimizer.built or not model.built:
         return
     variables = model.trainable_variables
-    if variables:
-        with model.distribute_strategy.scope():
-            optimizer.build(variables)
+    if not variables:
+        return
+    strategy = getattr(model, "distribute_strategy", None)  # TensorFlow only
+    if strategy is None:
+        optimizer.build(variables)
+        return
+    with strategy.scope():
+        optimizer.build(variables)

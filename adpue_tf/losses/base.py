@@ -6,13 +6,16 @@ import inspect
 from typing import Any, Callable, ClassVar
 
 import keras
-import tensorflow as tf
 
 from adpue_tf import risks
+from adpue_tf._internal.backend import BACKEND, TENSORFLOW
 from adpue_tf._internal.checks import check_options
 from adpue_tf._internal.guards import guard_finite
 from adpue_tf.labels import Source
 from adpue_tf.risks._batch import check_sources
+
+if TENSORFLOW:
+    import tensorflow as tf
 
 __all__ = ["REDUCTION", "DebiasedLoss"]
 
@@ -22,6 +25,17 @@ REDUCTION = "sum_over_batch_size"
 #: How many recent calls a loss remembers for :meth:`DebiasedLoss.last_terms`
 #: (one per replica of a distribution strategy is enough).
 _REMEMBERED_CALLS = 16
+
+
+def _is_tensor(v: Any) -> bool:
+    """Whether ``v`` is an immutable tensor of the backend (not a variable, not a NumPy array).
+
+    TensorFlow and JAX tensors are immutable; a PyTorch tensor can be changed in
+    place, so it is never remembered.
+    """
+    if TENSORFLOW:
+        return isinstance(v, tf.Tensor)
+    return BACKEND == "jax" and keras.ops.is_tensor(v) and not isinstance(v, keras.Variable)
 
 
 def _check_reduction(cls_name: str, reduction: Any) -> str:
@@ -165,7 +179,7 @@ class DebiasedLoss(keras.losses.Loss):
         """The batch's risk: ``terms(y_true, y_pred, sample_weight).loss``."""
         with keras.name_scope(self.name):
             terms = self.terms(y_true, y_pred, sample_weight)
-        if all(v is None or isinstance(v, tf.Tensor) for v in (y_true, y_pred, sample_weight)):
+        if all(v is None or _is_tensor(v) for v in (y_true, y_pred, sample_weight)):
             # Tensors are immutable: the terms stay valid for these very objects.
             key = (id(y_true), id(y_pred), id(sample_weight))
             self._calls.pop(key, None)

@@ -19,10 +19,13 @@ import weakref
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf.losses import DebiasedLoss
+
+if TENSORFLOW:
+    import tensorflow as tf
 
 __all__ = ["RISK_METRIC_NAMES", "RiskMetric", "RiskTracker", "risk_metrics"]
 
@@ -144,7 +147,7 @@ class RiskTracker(keras.metrics.Metric):
         computed once for all the :class:`RiskMetric` views that read them (one
         read, one division), after the step's update.
         """
-        if tf.executing_eagerly() or tf.distribute.has_strategy():
+        if not TENSORFLOW or tf.executing_eagerly() or tf.distribute.has_strategy():
             return self._compute_means()  # replicas read their own (sync-on-read) totals
         graph = tf.compat.v1.get_default_graph()
         cached = self._means_cache.tracker

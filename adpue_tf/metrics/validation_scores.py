@@ -15,16 +15,19 @@ import types
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._internal.backend import TENSORFLOW, concrete
 from adpue_tf._internal.checks import check_bool, check_probability
-from adpue_tf._internal.guards import to_logits
+from adpue_tf._internal.guards import fold_checks, to_logits, with_checks
 from adpue_tf.labels import Source
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.risks._batch import UNKNOWN_COLUMNS, check_label_dtype
 from adpue_tf.risks.exposure import log_probs as _log_probs
+
+if TENSORFLOW:
+    import tensorflow as tf
 
 __all__ = ["ExposureLikelihood", "ReferenceRisk"]
 
@@ -32,10 +35,16 @@ _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
 
 def _in_train_step() -> bool:
-    """Whether the caller runs inside a Keras ``train_step`` (eager, or being traced)."""
+    """Whether the caller runs inside a Keras ``train_step`` (eager, or being traced).
+
+    Or inside Keras's shape inference (``_symbolic_build``), which a JAX or
+    PyTorch ``fit`` runs on a training batch before its first step.
+    """
     frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_name == "train_step":
+        # Keras's shape inference before a JAX or PyTorch fit builds the metrics
+        # on a training batch too (_symbolic_build).
+        if frame.f_code.co_name in ("train_step", "_symbolic_build"):
             return True
         frame = frame.f_back
     return False
@@ -146,18 +155,20 @@ class ExposureLikelihood(keras.metrics.Metric):
                                        "`prior`; pass prior=q(w=1)."))
         checks = []
         for ok, message in problems:
-            if tf.executing_eagerly():
-                if not bool(ok):
+            known = concrete(ok) if not TENSORFLOW else (
+                ok.numpy() if tf.executing_eagerly() and hasattr(ok, "numpy") else None)
+            if known is not None:
+                if not bool(known):
                     raise ValueError(message)
-            else:
+            elif TENSORFLOW:
                 checks.append(tf.debugging.assert_equal(ok, True, message=message))
+            else:
+                checks.extend(fold_checks([(ok, message, None)]))
         log_s, log_not_s = _log_probs(z, y[:, labels.DAGGER])
         nll = -(y[:, labels.W] * log_s + (1.0 - y[:, labels.W]) * log_not_s)
         update = ops.stack([ops.sum(pu * nll), n_pu, ops.sum(p * log_s),
                             ops.sum(p * log_not_s), n_p, ops.sum(u * log_not_s), n_u])
-        if checks:
-            with tf.control_dependencies(checks):
-                update = tf.identity(update)
+        update = with_checks(update, checks)
         self.total.assign_add(update)
 
     def result(self) -> Any:

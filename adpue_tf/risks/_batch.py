@@ -8,7 +8,10 @@ rescale a scalar loss.
 
 The label checks here run in eager mode (a ``ValueError`` naming the
 argument) and inside ``fit``/``tf.function`` (an ``InvalidArgumentError`` with
-the same words), as the output checks of :mod:`adpue_tf._internal.guards`.
+the same words), as the output checks of :mod:`adpue_tf._internal.guards`; on
+JAX inside ``jax.jit`` as a runtime error with the same words. Replica sums use
+``tf.distribute`` on TensorFlow; on JAX a sharded batch is summed by the
+compiler, so they are the identity there.
 """
 
 from __future__ import annotations
@@ -17,32 +20,52 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels
+from adpue_tf._internal.backend import TENSORFLOW, concrete, is_traced
 from adpue_tf._internal.guards import Check, _with_checks, fold_checks, to_logits
+
+if TENSORFLOW:
+    import tensorflow as tf
 
 
 def num_replicas() -> int:
     """Number of replicas the current replica context synchronises."""
+    if not TENSORFLOW:
+        return 1
     ctx = tf.distribute.get_replica_context()
     return 1 if ctx is None else int(ctx.num_replicas_in_sync)
 
 
 def replica_sum(value: Any) -> Any:
     """Sum ``value`` over the replicas in sync (identity on one device)."""
+    if not TENSORFLOW:
+        return value
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def _traced(x: Any) -> bool:
+    """Whether ``x`` is traced (TensorFlow: graph mode; JAX: a tracer), so checks go in the program."""
+    if TENSORFLOW:
+        return not tf.executing_eagerly()
+    return is_traced(x)
+
+
 def _check_eager(y_true: Any) -> None:
     """Full value checks when the labels are concrete (eager execution)."""
-    if tf.executing_eagerly() and hasattr(y_true, "numpy"):
-        labels.check_packed("y_true", y_true.numpy())
+    if TENSORFLOW:
+        if tf.executing_eagerly() and hasattr(y_true, "numpy"):
+            labels.check_packed("y_true", y_true.numpy())
+        return
+    arr = concrete(y_true)
+    if arr is not None:
+        labels.check_packed("y_true", arr)
 
 
 def _graph_asserts(y: Any, extra: Sequence[Check] = (), first: Sequence[Check] = ()) -> list:
@@ -64,7 +87,7 @@ def _graph_asserts(y: Any, extra: Sequence[Check] = (), first: Sequence[Check] =
         inside = ops.all(ops.isfinite(d) & (d >= 0.0) & (d <= 1.0))
         checks.append((inside, "y_true: column 3 (dagger, f†) must lie in [0, 1] "
                                "and be finite; min and max:",
-                       lambda: [tf.reduce_min(d), tf.reduce_max(d)]))
+                       lambda: [ops.min(d), ops.max(d)]))
     return fold_checks([*first, *checks, *extra])
 
 
@@ -79,11 +102,15 @@ UNKNOWN_COLUMNS = (
 
 def check_label_dtype(y: Any, name: str = "y_true") -> None:
     """Refuse packed labels that are not numbers (strings), naming ``name``."""
-    dtype = tf.as_dtype(getattr(y, "dtype", tf.float32))
-    if not (dtype.is_floating or dtype.is_integer or dtype.is_bool):
+    raw = getattr(y, "dtype", "float32")
+    try:
+        dtype = keras.backend.standardize_dtype(raw)
+    except (ValueError, TypeError):
+        dtype = str(raw)
+    if not (dtype == "bool" or dtype.startswith(("float", "bfloat", "int", "uint"))):
         raise TypeError(
             f"`{name}` must hold numbers (the packed labels w, e, source[, dagger]: see "
-            f"adp.pack_labels), got dtype {dtype.name}. Convert labels given as strings "
+            f"adp.pack_labels), got dtype {dtype}. Convert labels given as strings "
             "to numbers first.")
 
 
@@ -102,7 +129,7 @@ def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None,
     """
     seen = _CHECKED.get(id(y_true))
     if seen is not None and seen is y_true:
-        if (extra is not None or first) and not tf.executing_eagerly():
+        if (extra is not None or first) and _traced(y_true):
             more = extra(y_true) if extra is not None else []
             return _with_checks(y_true, fold_checks([*first, *more]))
         return y_true
@@ -118,7 +145,7 @@ def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None,
         )
     y = ops.cast(y, "float32")
     _check_eager(y)
-    if not tf.executing_eagerly():
+    if _traced(y):
         y = _with_checks(y, _graph_asserts(y, extra(y) if extra is not None else (), first))
     return y
 
@@ -126,8 +153,11 @@ def _validated(y_true: Any, extra: Callable[[Any], list[Check]] | None = None,
 def _weights(sample_weight: Any, z: Any) -> Any:
     """Per-row weights ``(batch,)``: finite, ``>= 0``, one per row (or one for all)."""
     sw = ops.convert_to_tensor(sample_weight)
-    if isinstance(sample_weight, np.ndarray) or (tf.executing_eagerly() and hasattr(sw, "numpy")):
-        arr = labels.check_finite("sample_weight", np.asarray(sw))
+    known = concrete(sample_weight) if isinstance(sample_weight, np.ndarray) else (
+        (sw.numpy() if tf.executing_eagerly() and hasattr(sw, "numpy") else None)
+        if TENSORFLOW else concrete(sw))
+    if known is not None:
+        arr = labels.check_finite("sample_weight", np.asarray(known))
         if np.any(arr < 0):
             raise ValueError(
                 f"`sample_weight` must be non-negative, got min {float(np.min(arr)):.4g}.")
@@ -137,8 +167,8 @@ def _weights(sample_weight: Any, z: Any) -> Any:
         raise ValueError(
             f"`sample_weight` has {n} values but the batch has {rows} rows; give one "
             "weight per row.")
-    if not tf.executing_eagerly():
-        count, batch = tf.size(weight), tf.size(z)
+    if _traced(weight):
+        count, batch = ops.size(weight), ops.size(z)
         checked = weight
         weight = _with_checks(weight, fold_checks([
             (ops.logical_or(ops.equal(count, 1), ops.equal(count, batch)),
@@ -146,7 +176,7 @@ def _weights(sample_weight: Any, z: Any) -> Any:
              lambda: [count, batch]),
             (ops.all(ops.isfinite(checked) & (checked >= 0.0)),
              "`sample_weight` must be finite and non-negative; min:",
-             lambda: [tf.reduce_min(checked)]),
+             lambda: [ops.min(checked)]),
         ]))
     return ops.broadcast_to(weight, ops.shape(z))
 
@@ -187,7 +217,7 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
              + f" and needs rows of {needed} in every batch")
     hint = ("Build the batches with the data builder of the loss's setting "
             "(adpue_tf.data.*_dataset), or choose the loss that matches your data.")
-    if not tf.executing_eagerly():
+    if _traced(y):
         key = ("sources", id(y), loss, tuple(reads), tuple(needs), tuple(ignores))
         if not first and _CHECKED.get(key) is y:
             return y  # these labels, already checked for these sources
@@ -208,7 +238,8 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
             pass
         return t
     t = _validated(y)
-    c = source_counts(t).numpy()
+    c = concrete(source_counts(t))
+    assert c is not None  # concrete labels give concrete counts
     found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
     if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0 for g in needs):
         raise ValueError(f"{about}; the batch holds rows of {found or 'no source'}. {hint}")

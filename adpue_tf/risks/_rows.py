@@ -29,6 +29,7 @@ from typing import Any
 import tensorflow as tf
 
 from adpue_tf import labels
+from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf.labels import Source
 
 __all__ = ["MIN_WORK", "dagger_rows", "gather_rows", "scatter_rows", "can_gather", "select",
@@ -111,6 +112,8 @@ def select(sources: tuple[Source, ...] | None, x: Any, y: Any, model: Any, *,
         model: the model that will run on the rows (the snapshot), for its size.
         jit: whether the step is compiled with XLA.
     """
+    if not TENSORFLOW:  # JAX compiles a fixed shape (as XLA); PyTorch: not measured
+        return x, None
     if sources is None or not can_gather(x) or not worth_gathering(y.shape[0], model, jit):
         return x, None
     rows = dagger_rows(y, sources)
