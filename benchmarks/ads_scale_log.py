@@ -92,8 +92,7 @@ def log_rows(meta: dict[str, Any], part: str, label: str, *, train: bool,
     if len(files) < 2:
         raise ValueError(f"the {part} log needs at least 2 shards (one is held out).")
     chosen, n = (files[:-1], sum(sizes[:-1])) if train else (files[-1:], sizes[-1])
-    ds = adp.data.read_tfrecords(chosen, feature_spec(meta, (label,)), labels=label, rows=n,
-                                 parse_batch=1024)
+    ds = adp.data.read_tfrecords(chosen, feature_spec(meta, (label,)), labels=label, rows=n)
     if limit is not None and limit < n:
         ds, n = ds.take(limit), limit
     return ds, n

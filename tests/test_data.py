@@ -793,7 +793,7 @@ def test_read_tfrecords_shuffles_files_by_seed_and_checks_rows(ad_log, tmp_path_
         pattern, spec, labels="w", shuffle_files=True, **kw).batch(1000)]).tolist()
     first = order(seed=0)
     assert first == order(seed=0) and sorted(first) == list(range(n))
-    assert first[:4] != [0, 750, 1500, 2250]  # the files' order is shuffled
+    assert first[::750] != [0, 750, 1500, 2250]  # the files' order is shuffled (one block each)
     # local uncompressed files are counted when read_tfrecords is called (one pass over
     # their record headers); a count the files cannot be walked for fails while iterating
     with pytest.raises(ValueError, match=f"`rows`={n + 1}, but the files hold {n} record"):
@@ -826,7 +826,9 @@ def test_reading_every_row_of_read_tfrecords_takes_its_parsed_batches(ad_log, sh
     np.testing.assert_array_equal(fast.y, slow.y)
     ids = fast.x["id"].astype(int)
     np.testing.assert_array_equal(fast.y, w[ids])
-    assert (ids[:4].tolist() != [0, 750, 1500, 2250]) == shuffle  # the files' order
+    # blocks of parse_batch records of each file in turn, in the files' order or shuffled
+    assert ids[:64].tolist() == list(range(ids[0], ids[0] + 64))
+    assert (ids[[0, 64, 128, 192]].tolist() != [0, 750, 1500, 2250]) == shuffle
 
 
 def _gzip_copy(pattern: str, out: str, rows: int) -> str:

@@ -22,9 +22,16 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf._internal.checks import check_dense
+from adpue_tf.data.tfrecord import parsed_batches
 from adpue_tf.labels import Source, check_binary, check_finite, check_float32_range, pack_labels
 
-_SHUFFLE_BUFFER = 10_000
+#: Rows a stream from a Dataset of rows is batched in before it is shuffled (read_tfrecords'
+#: own rows keep the batches it parsed them in).
+_CHUNK = 1024
+#: Rows shuffled together: a stream is a sequence of chunks, shuffled in a buffer of about
+#: this many rows, then cut into windows of this many rows, each permuted as a whole
+#: (:func:`shuffled_rows`).
+SHUFFLE_ROWS = 16_384
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +42,9 @@ class Stream:
     source: Source
     rows: int | None  # None: unknown or infinite
     spec: Any  # a tf.TensorSpec of one row's features, or a nest (dict/tuple) of them
-    batches: Callable[[int, bool, int | None], tf.data.Dataset]
+    #: ``batches(k, m, shuffle, seed)``: the rows (features, packed labels) in groups of
+    #: ``m`` batches of ``k`` rows (every leaf ``(m, k, ...)``), repeated without end.
+    batches: Callable[[int, int, bool, int | None], tf.data.Dataset]
 
     @property
     def leaves(self) -> list[tuple[str, tf.TensorSpec]]:
@@ -249,10 +258,118 @@ def _array_stream(name: str, source: Source, x: Any, labels: dict) -> Stream:
     yt = tf.constant(pack_labels(source, n=n_rows, **packed))
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape[1:], t.dtype), xt)
 
-    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        return gathered_batches(xt, yt, k, shuffle, seed)
+    def batches(k: int, m: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
+        return gathered_batches(xt, yt, k * m, shuffle, seed).map(
+            lambda x, y: _grouped((x, y), m, k))
 
     return Stream(name, source, n_rows, spec, batches)
+
+
+def _first_rows(element: Any) -> tf.Tensor:
+    """The number of rows of a batched element (any nest of tensors)."""
+    return tf.shape(tf.nest.flatten(element)[0], out_type=tf.int64)[0]
+
+
+def _call(fn: Callable[..., Any], element: Any) -> Any:
+    """``fn`` applied to a Dataset element as ``Dataset.map`` would (a tuple: one argument each)."""
+    return fn(*element) if isinstance(element, tuple) else fn(element)
+
+
+def _permuted(element: Any, key: tf.Tensor) -> Any:
+    """The rows of a batched element in a uniform random order drawn from ``key``."""
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(_first_rows(element)), seed=tf.stack([key, tf.zeros_like(key)]))
+    return tf.nest.map_structure(lambda t: tf.gather(t, order), element)
+
+
+def _grouped(element: Any, groups: int, k: int) -> Any:
+    """Each leaf of a batched element of ``groups * k`` rows reshaped to ``(groups, k, ...)``."""
+    return tf.nest.map_structure(
+        lambda t: tf.reshape(t, tf.concat([[groups, k], tf.shape(t)[1:]], 0)), element)
+
+
+def stream_groups(chunks: tf.data.Dataset, chunk_rows: int, rows: int | None, k: int, m: int,
+                  shuffle: bool, seed: int | None, pack: Callable[..., Any]) -> tf.data.Dataset:
+    """Groups of ``m`` batches of ``k`` rows of ``chunks`` (a finite Dataset of batched rows).
+
+    Each element stacks ``m`` consecutive batches (every leaf ``(m, k, ...)``);
+    the stream repeats without end. Every operation works on many rows at
+    once, none on single rows: ``pack`` (applied to a whole window) and the
+    shuffle included.
+
+    The shuffle: a data set of at most :data:`SHUFFLE_ROWS` rows gets a fresh
+    uniform permutation of all its rows every pass. A larger one: its chunks
+    (e.g. the blocks a TFRecord reader parsed) are shuffled in a buffer of
+    about :data:`SHUFFLE_ROWS` rows, a fresh order every pass; the stream is
+    cut into windows of about :data:`SHUFFLE_ROWS` rows (a whole number of
+    groups), and each window is permuted uniformly. So each batch mixes rows
+    of about ``SHUFFLE_ROWS / chunk`` chunks, and a row comes out at most about
+    ``2 * SHUFFLE_ROWS`` rows before its place in the files (any number after
+    it), against ``SHUFFLE_ROWS`` for a row-level ``shuffle`` buffer of that
+    size. Memory stays flat in the data's size. Batches run on across passes,
+    as ``shuffle().repeat().batch()`` would. Seeded: two builds agree.
+
+    Args:
+        chunks: a finite Dataset of batched rows (any nest of tensors).
+        chunk_rows: the most rows a chunk holds.
+        rows: the rows in one pass, or None (unknown: treated as a large one).
+        k: rows per batch.
+        m: batches per group.
+        shuffle: whether to shuffle (else the rows' order).
+        seed: seed of the chunk shuffle and the permutations; None: random.
+        pack: maps an element of ``chunks`` (as ``Dataset.map`` passes it) to
+            the element batches are made of.
+
+    Returns:
+        An infinite Dataset of groups, every leaf ``(m, k, ...)``.
+    """
+    keys = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    group = m * k
+    if rows is not None and rows <= SHUFFLE_ROWS:  # small: one permutation per pass
+        passes = chunks.rebatch(rows).map(pack).repeat()
+        if shuffle:
+            passes = tf.data.Dataset.zip((passes, keys)).map(_permuted)
+        return passes.rebatch(group, drop_remainder=True).map(
+            lambda *el: _grouped(el[0] if len(el) == 1 else el, m, k))
+    per_window = max(1, SHUFFLE_ROWS // group)
+    if shuffle:
+        chunks = chunks.shuffle(max(2, SHUFFLE_ROWS // chunk_rows), seed=seed,
+                                reshuffle_each_iteration=True)
+    windows = chunks.repeat().rebatch(per_window * group, drop_remainder=True)
+
+    def cut(element: Any, key: tf.Tensor) -> Any:
+        element = _call(pack, element)
+        if shuffle:
+            element = _permuted(element, key)
+        return tf.nest.map_structure(
+            lambda t: tf.reshape(t, tf.concat([[per_window, m, k], tf.shape(t)[1:]], 0)),
+            element)
+
+    cut_windows = tf.data.Dataset.zip((windows, keys)).map(
+        cut, num_parallel_calls=tf.data.AUTOTUNE)
+    return cut_windows.unbatch() if per_window > 1 else cut_windows.map(
+        lambda *el: tf.nest.map_structure(lambda t: t[0], el[0] if len(el) == 1 else el))
+
+
+def _counted(chunks: tf.data.Dataset, rows: int, name: str) -> tf.data.Dataset:
+    """``chunks``, checked to hold ``rows`` rows each pass (too many: at the chunk that goes
+    over; too few: at the end of the pass, an empty chunk added for it), naming ``name``."""
+    empty = tf.nest.map_structure(lambda s: tf.zeros([0, *s.shape[1:]], s.dtype),
+                                  chunks.element_spec)
+    limit = tf.constant(rows, tf.int64)
+    message = (f"`{name}`: read_tfrecords was given rows={rows}, but its files hold a "
+               "different number of rows.")
+
+    def count(seen: tf.Tensor, *element: Any) -> tuple[tf.Tensor, Any]:
+        element = element[0] if len(element) == 1 else element
+        n = _first_rows(element)
+        seen = seen + n
+        ok = tf.logical_and(seen <= limit, tf.logical_or(n > 0, seen == limit))
+        tf.debugging.Assert(ok, [message])  # stateful: runs with the function
+        return seen, element
+
+    return chunks.concatenate(tf.data.Dataset.from_tensors(empty)).scan(
+        tf.constant(0, tf.int64), count)
 
 
 def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict) -> Stream:
@@ -329,13 +446,15 @@ def _dataset_stream(name: str, source: Source, ds: tf.data.Dataset, labels: dict
     row_spec = tf.nest.map_structure(
         lambda path, s: tf.TensorSpec(s.shape, _leaf_dtype(path, s.dtype, dense)), names, x_spec)
 
-    def batches(k: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
-        d = ds
-        if shuffle:
-            buffer = min(rows or _SHUFFLE_BUFFER, _SHUFFLE_BUFFER)
-            d = d.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-        d = d.repeat().batch(k, drop_remainder=True)
-        return d.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
+    parsed = parsed_batches(ds)  # read_tfrecords' rows: the batches it parsed them in
+
+    def batches(k: int, m: int, shuffle: bool, seed: int | None) -> tf.data.Dataset:
+        if parsed is None:
+            chunks, chunk_rows = ds.batch(_CHUNK), _CHUNK
+        else:
+            chunks = parsed[0] if rows is None else _counted(parsed[0], rows, name)
+            chunk_rows = parsed[2]
+        return stream_groups(chunks, chunk_rows, rows, k, m, shuffle, seed, fn)
 
     return Stream(name, source, rows, row_spec, batches)
 

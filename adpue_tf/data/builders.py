@@ -167,20 +167,33 @@ def _check_shapes(streams: Sequence[Stream]) -> None:
                 )
 
 
+#: Rows the builders merge at once: the streams' batches are zipped and interleaved about
+#: this many rows at a time (whole batches), then split into batches.
+_GROUP_ROWS = 16_384
+
+
 def _zip(streams: Sequence[Stream], counts: list[int], shuffle: bool,
          seed: int | None) -> tf.data.Dataset:
-    """Zip the streams' batches and interleave their rows into one batch."""
-    parts = tuple(s.batches(k, shuffle, None if seed is None else seed + i)
+    """Zip the streams' batches and interleave their rows into one batch.
+
+    The streams give groups of ``m`` batches at once, merged group by group
+    (fewer, larger operations than batch by batch), then split into batches.
+    """
+    m = max(1, _GROUP_ROWS // sum(counts))
+    parts = tuple(s.batches(k, m, shuffle, None if seed is None else seed + i)
                   for i, (s, k) in enumerate(zip(streams, counts)))
     order = tf.constant(interleave_order(counts))
 
-    def merge(*batches: tuple[Any, tf.Tensor]) -> tuple[Any, tf.Tensor]:
-        x = tf.nest.map_structure(lambda *leaves: tf.gather(tf.concat(leaves, axis=0), order),
-                                  *[b[0] for b in batches])
-        y = tf.concat([b[1] for b in batches], axis=0)
-        return x, tf.gather(y, order)
+    def interleave(*leaves: tf.Tensor) -> tf.Tensor:
+        return tf.gather(tf.concat(leaves, axis=1), order, axis=1)
 
-    return tf.data.Dataset.zip(parts).map(merge, num_parallel_calls=tf.data.AUTOTUNE)
+    def merge(*groups: tuple[Any, tf.Tensor]) -> tuple[Any, tf.Tensor]:
+        x = tf.nest.map_structure(interleave, *[g[0] for g in groups])
+        return x, interleave(*[g[1] for g in groups])
+
+    merged = tf.data.Dataset.zip(parts).map(merge, num_parallel_calls=tf.data.AUTOTUNE)
+    return merged.unbatch() if m > 1 else merged.map(
+        lambda x, y: (tf.nest.map_structure(lambda t: t[0], x), y[0]))
 
 
 def _fit_batch_size(streams: Sequence[Stream], weights: list[float], batch_size: int,

@@ -65,7 +65,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 #: bytes in all (about a second per million records); the rest get their first header checked.
 _WALK_BYTES = 256 << 20
 #: Each Dataset :func:`read_tfrecords` returned -> (its rows as the parsed batches it
-#: unbatches, its ``rows``): what reads every row at once reads these, ~3x faster
+#: unbatches, its ``rows``, its ``parse_batch``): what reads every row at once reads these, ~3x faster
 #: than batching the rows again (:func:`parsed_batches`). Only that very object: any
 #: transformation of it makes a new Dataset, not here.
 _PARSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -193,13 +193,15 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
                    labels: str | Sequence[str] | None = None, rows: int | None = None,
                    shuffle_files: bool = False, seed: int | None = None,
                    input_context: tf.distribute.InputContext | None = None,
-                   compression_type: str | None = None, parse_batch: int = 256,
+                   compression_type: str | None = None, parse_batch: int = 4096,
                    deterministic: bool = True) -> tf.data.Dataset:
     """Stream the rows of sharded TFRecord files of ``tf.Example`` for the builders.
 
-    Nothing is loaded in memory: the files are read by a parallel interleave,
-    parsed ``parse_batch`` records at a time in parallel, split back into rows
-    and prefetched. The result is a Dataset of unbatched rows ``(features,
+    Nothing is loaded in memory: the files are read in blocks of
+    ``parse_batch`` records, the blocks of several files interleaved in
+    parallel (file 1's first block, file 2's first block, ..., then every
+    file's second block), parsed a block at a time in parallel, split back
+    into rows and prefetched. The result is a Dataset of unbatched rows ``(features,
     *labels)`` (``features`` alone without ``labels``), ready for an ``x_*``
     argument of any builder, e.g. ``pue_dataset(read_tfrecords(pu_files, spec,
     labels="w"), None, read_tfrecords(e_files, spec, labels="e"), None, ...)``.
@@ -220,7 +222,7 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             default ``shares`` and epoch length; a different count fails while
             iterating. Unknown (None): pass ``shares`` and ``steps_per_epoch``.
         shuffle_files: shuffle the file order every pass (the builders shuffle
-            rows within a buffer of 10,000).
+            the rows too, by whole blocks and windows: ``docs/api/data.md``).
         seed: seed of the file shuffle.
         input_context: from ``strategy.distribute_datasets_from_function``:
             each input pipeline reads its own files (``files[i::n]``; it needs
@@ -228,7 +230,8 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
             ``rows`` is then this pipeline's share.
         compression_type: ``"GZIP"``, ``"ZLIB"`` or None, as for ``TFRecordDataset``
             (any letter case). Checked against each file's first bytes.
-        parse_batch: records parsed per call.
+        parse_batch: records read and parsed per block (the builders and
+            ``fit_pue`` work on these blocks; small ones cost per block).
         deterministic: keep the order of the interleave (False: faster, order varies).
 
     Returns:
@@ -318,26 +321,29 @@ def read_tfrecords(files: Any, features: Mapping[str, tf.io.FixedLenFeature], *,
     ds = tf.data.Dataset.from_tensor_slices(paths)
     if shuffle_files:
         ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    # Each file is read in blocks of parse_batch records, the files' blocks interleaved in
+    # parallel: interleaving single records in parallel costs more than parsing them.
     ds = ds.interleave(
-        lambda f: tf.data.TFRecordDataset(f, compression_type=compression_type),
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression_type).batch(
+            parse_batch),
         cycle_length=min(len(paths), 16), num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic)
-    batches = ds.batch(parse_batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                                        deterministic=deterministic)
+    batches = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     ds = batches.unbatch()
     if rows is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(rows))
     ds = ds.prefetch(tf.data.AUTOTUNE)
-    _PARSED[ds] = (batches.prefetch(tf.data.AUTOTUNE), rows)
+    _PARSED[ds] = (batches.prefetch(tf.data.AUTOTUNE), rows, parse_batch)
     return ds
 
 
-def parsed_batches(ds: Any) -> tuple[tf.data.Dataset, int | None] | None:
+def parsed_batches(ds: Any) -> tuple[tf.data.Dataset, int | None, int] | None:
     """The rows of a Dataset :func:`read_tfrecords` returned, as the batches it parsed.
 
-    The same rows in the same order, ``parse_batch`` at a time (without the
-    ``rows`` check: the second item is ``rows``, for the reader to check), or
-    None for any other Dataset (a transformed one too).
+    The same rows in the same order, at most ``parse_batch`` at a time
+    (without the ``rows`` check: the second item is ``rows``, for the reader to
+    check; the third is ``parse_batch``), or None for any other Dataset (a
+    transformed one too).
 
     Example:
         >>> parsed_batches(tf.data.Dataset.range(3)) is None
