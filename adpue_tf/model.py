@@ -234,7 +234,9 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """Copy the live weights of ``net`` into the snapshot: one round of Algorithm 1."""
         self._build_snapshot()
         for frozen, live in zip(self.snapshot.weights, self.net.weights):
-            frozen.assign(live)
+            # JAX: a copy, not the live array itself: a step that donates its state
+            # (Keras's predict) refuses one buffer given twice.
+            frozen.assign(live if TENSORFLOW else ops.copy(live.value))
         self._mode.assign(SNAPSHOT)
         self._refreshes.assign_add(1)
 

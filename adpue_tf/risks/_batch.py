@@ -217,33 +217,37 @@ def check_sources(y: Any, *, loss: str, reads: tuple, needs: tuple,
              + f" and needs rows of {needed} in every batch")
     hint = ("Build the batches with the data builder of the loss's setting "
             "(adpue_tf.data.*_dataset), or choose the loss that matches your data.")
-    if _traced(y):
-        key = ("sources", id(y), loss, tuple(reads), tuple(needs), tuple(ignores))
-        if not first and _CHECKED.get(key) is y:
-            return y  # these labels, already checked for these sources
+    if not _traced(y):
+        t = _validated(y)
+        c = concrete(source_counts(t))
+        if c is not None:
+            found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source
+                              if c[int(s)] > 0)
+            if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0
+                                                     for g in needs):
+                raise ValueError(
+                    f"{about}; the batch holds rows of {found or 'no source'}. {hint}")
+            return _remember(t)
+        # JAX: constant labels staged into a jax.jit are traced all the same: checked at run time.
+    key = ("sources", id(y), loss, tuple(reads), tuple(needs), tuple(ignores))
+    if not first and _CHECKED.get(key) is y:
+        return y  # these labels, already checked for these sources
 
-        def sources(labels_: Any) -> list[Check]:
-            # In the assertion of the label checks (_validated), after them.
-            counts = source_counts(labels_)
-            ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
-            for g in needs:
-                ok = ops.logical_and(ok, ops.sum(ops.take(counts, [int(s) for s in g])) > 0.0)
-            return [(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):",
-                     lambda: [counts])]
+    def sources(labels_: Any) -> list[Check]:
+        # In the assertion of the label checks (_validated), after them.
+        counts = source_counts(labels_)
+        ok = ops.equal(ops.sum(ops.take(counts, foreign)), 0.0) if foreign else ops.array(True)
+        for g in needs:
+            ok = ops.logical_and(ok, ops.sum(ops.take(counts, [int(s) for s in g])) > 0.0)
+        return [(ok, f"{about}. {hint} Rows per source (PU, E, P, U, SSE):",
+                 lambda: [counts])]
 
-        t = _remember(_validated(y, extra=sources, first=first))
-        try:
-            _CHECKED[("sources", id(t)) + key[2:]] = t
-        except TypeError:  # an object that takes no weak reference is simply checked again
-            pass
-        return t
-    t = _validated(y)
-    c = concrete(source_counts(t))
-    assert c is not None  # concrete labels give concrete counts
-    found = ", ".join(f"{s.name}: {int(c[int(s)])}" for s in labels.Source if c[int(s)] > 0)
-    if any(c[i] > 0 for i in foreign) or any(sum(c[int(s)] for s in g) == 0 for g in needs):
-        raise ValueError(f"{about}; the batch holds rows of {found or 'no source'}. {hint}")
-    return _remember(t)
+    t = _remember(_validated(y, extra=sources, first=first))
+    try:
+        _CHECKED[("sources", id(t)) + key[2:]] = t
+    except TypeError:  # an object that takes no weak reference is simply checked again
+        pass
+    return t
 
 
 def _remember(t: Any) -> Any:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import BACKEND, TENSORFLOW
 from adpue_tf._internal.checks import resolve_from_logits
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import probability_to_logit
@@ -49,6 +51,27 @@ def _sample(specs: dict[str, tf.TensorSpec] | None, warmup_rows: Any) -> Any:
     if specs is None:
         return np.asarray(warmup_rows, dtype=np.float32)
     return {k: tf.constant(v, dtype=specs[k].dtype) for k, v in warmup_rows.items()}
+
+
+def _tf_forward(net: keras.Model, signature: Any, scratch: str) -> Any:
+    """JAX: the net's forward pass as a TensorFlow function (jax2tf), its weights as TF variables.
+
+    Keras's export on JAX converts the net (``jax2tf``); written out and loaded
+    back, the pass is a plain TensorFlow callable, so the serving functions
+    around it are the TensorFlow backend's own.
+    """
+    inner = keras.export.ExportArchive()
+    inner.track(net)
+    inner.add_endpoint("forward", lambda features: net(features, training=False),
+                       input_signature=[signature])
+    inner.write_out(scratch, verbose=False)
+    return tf.saved_model.load(scratch)
+
+
+def _tf_logit(p: Any) -> Any:
+    """:func:`~adpue_tf._internal.guards.probability_to_logit` in TensorFlow ops (any backend)."""
+    p = tf.clip_by_value(tf.cast(p, tf.float32), 1e-7, 1.0 - 1e-7)
+    return tf.math.log(p) - tf.math.log1p(-p)
 
 
 def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
@@ -218,7 +241,18 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
             out = tf.reshape(out, (-1, 1))
         if logits_out:
             return {"probability": tf.sigmoid(out), "logit": out}
-        return {"probability": out, "logit": probability_to_logit(out)}
+        return {"probability": out,
+                "logit": probability_to_logit(out) if TENSORFLOW else _tf_logit(out)}
+
+    if BACKEND == "torch":
+        raise RuntimeError(
+            "export_for_serving writes a SavedModel from Keras's TensorFlow or JAX backend; "
+            "this process runs Keras on 'torch' (KERAS_BACKEND=torch). Save the trained "
+            "weights (model.save_weights) and export them from a TensorFlow or JAX process. "
+            "See docs/guide/backends.md.")
+    if not TENSORFLOW:  # the net (jax2tf) inside TensorFlow serving functions
+        return _export_converted(net, path, specs, feature_shape, parse_spec, outputs,
+                                 warmup, overwrite)
 
     def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
         # Checked when served: a wrong width or rank fails here, naming the input
@@ -267,4 +301,61 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
                     writer.write(record)
 
     _export_into(path, write, overwrite=overwrite, warmup=warmup is not None)
+    return path
+
+
+def _export_converted(net: keras.Model, path: str, specs: Any, feature_shape: tuple,
+                      parse_spec: Any, outputs: Any, warmup: Any, overwrite: bool) -> str:
+    """JAX (or PyTorch where Keras exports it): the same signatures around the converted net.
+
+    The net's pass becomes a TensorFlow function (:func:`_tf_forward`); the
+    serving functions are those of the TensorFlow path, saved with
+    ``tf.saved_model.save`` (Keras's archive on this backend converts every
+    endpoint from JAX, which the parsing of ``tf.Example`` is not).
+    """
+    signature = (tf.TensorSpec((None, *feature_shape), tf.float32, name=INPUT_NAME)
+                 if specs is None else specs)
+    with tempfile.TemporaryDirectory() as scratch:
+        forward = _tf_forward(net, signature, scratch)
+        module = tf.Module()
+        module.net = forward  # tracks the converted pass and its variables
+
+        if specs is None:
+            @tf.function(input_signature=[signature])
+            def serve(features: tf.Tensor) -> dict[str, tf.Tensor]:
+                features = tf.ensure_shape(features, (None, *feature_shape),
+                                           name=f"{INPUT_NAME}_shape")
+                return outputs(forward.forward(features))
+
+            signatures = {SIGNATURE_NAME: serve.get_concrete_function()}
+        else:
+            @tf.function(input_signature=[specs])
+            def serve_named(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+                features = {k: tf.ensure_shape(v, specs[k].shape, name=f"{k}_shape")
+                            for k, v in features.items()}
+                return outputs(forward.forward(features))
+
+            @tf.function(input_signature=[tf.TensorSpec((None,), tf.string,
+                                                        name=EXAMPLES_INPUT)])
+            def serve_examples(examples: tf.Tensor) -> dict[str, tf.Tensor]:
+                parsed = tf.io.parse_example(examples, parse_spec)
+                return outputs(forward.forward(
+                    {k: tf.cast(v, specs[k].dtype) for k, v in parsed.items()}))
+
+            signatures = {SIGNATURE_NAME: serve_named.get_concrete_function(),
+                          EXAMPLES_SIGNATURE: serve_examples.get_concrete_function()}
+        module.serve = signatures[SIGNATURE_NAME]
+
+        def write(directory: str) -> None:
+            # Serving needs no gradient (jax2tf's custom gradients do not save).
+            tf.saved_model.save(module, directory, signatures=signatures, options=tf.saved_model.SaveOptions(
+                experimental_custom_gradients=False))
+            if warmup is not None:
+                os.makedirs(os.path.join(directory, WARMUP_FILE.split("/")[0]))
+                with tf.io.TFRecordWriter(
+                        os.path.join(directory, *WARMUP_FILE.split("/"))) as writer:
+                    for record in warmup:
+                        writer.write(record)
+
+        _export_into(path, write, overwrite=overwrite, warmup=warmup is not None)
     return path
