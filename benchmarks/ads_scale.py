@@ -96,6 +96,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log-dir", default=str(Path(tempfile.gettempdir()) / "adpue_ads_scale"),
                    help="where the logs are written or found")
     p.add_argument("--workers", type=int, default=4, help="processes writing a log")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the logs' generator (a log folder per seed: `_seed{S}` unless "
+                        "0), every net's initialisation, θ̂'s fit, fit_pue and the shuffles")
     p.add_argument("--out", default=str(RESULTS / "ads_scale.md"), help="the Markdown report")
     p.add_argument("--note", default="", help="a sentence on the size, printed in the report")
     p.add_argument("--quick", action="store_true",
@@ -114,11 +117,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _child(args: argparse.Namespace) -> None:
     kw: dict[str, Any] = dict(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                              max_train_rows=args.max_train_rows)
+                              max_train_rows=args.max_train_rows, seed=args.seed)
     if args.child == "theta":
         start = time.perf_counter()
         net = fit_theta(read_ad_log_meta(args.log), batch_size=args.batch_size,
-                        epochs=args.epochs, lr=args.lr)
+                        epochs=args.epochs, lr=args.lr, seed=args.seed)
         net.save(args.theta)
         out = {"theta_s": time.perf_counter() - start,
                "peak_rss_mb": peak_rss_mb()}
@@ -153,7 +156,7 @@ def _in_subprocess(args: argparse.Namespace, child: str, log: Path, theta: Path,
            "--batch-size", str(args.batch_size), "--lr", str(args.lr if lr is None else lr),
            "--val-rows", str(args.val_rows), "--throughput-steps", str(args.throughput_steps),
            "--throughput-repeats", str(args.throughput_repeats),
-           "--refresh-every", str(args.refresh_every)]
+           "--refresh-every", str(args.refresh_every), "--seed", str(args.seed)]
     if args.max_train_rows is not None:
         cmd += ["--max-train-rows", str(args.max_train_rows)]
     start = time.perf_counter()
@@ -212,7 +215,8 @@ def _one_log(args: argparse.Namespace, log: Path, rows: int, policy: str) -> dic
     theta = log / "theta.keras"
     meta = read_ad_log_meta(log)
     res: dict[str, Any] = {"rows": rows, "policy": policy, "log": log.name,
-                           "config": meta["config"], "counts": meta["counts"], "methods": {}}
+                           "seed": meta.get("seed", 0), "config": meta["config"],
+                           "counts": meta["counts"], "methods": {}}
     res["theta"] = _in_subprocess(args, "theta", log, theta)
     res["memory"] = _in_subprocess(args, "memory", log, theta)
     with concurrent.futures.ThreadPoolExecutor(max(1, args.parallel)) as pool:
@@ -246,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     for policy in args.policies:
         for rows in sorted(args.rows):
             log = ensure_log(rows, Path(args.log_dir), args.workers, policy=policy,
-                             eval_rows=args.eval_rows, base_rate=args.base_rate)
+                             eval_rows=args.eval_rows, base_rate=args.base_rate,
+                             seed=args.seed)
             print(f"{rows:,} logged rows, {policy} policy", flush=True)
             results[log.name], logs[log.name] = _one_log(args, log, rows, policy), log
             out.with_suffix(".partial.json").write_text(json.dumps(results, default=float))
@@ -265,8 +270,9 @@ def _write(args: argparse.Namespace, results: dict, tp: dict | None, command: st
     """Write the report, the plot and the JSON; ``prov``: the provenance of an earlier run."""
     if prov is None:
         data = {k: v for r in results.values() for k, v in r.get("data_sha256", {}).items()}
-        block, prov = provenance_block(command, seeds="0 (the logs' generator and rows, every "
-                                       "net's initialisation, the shuffles)", data=data)
+        block, prov = provenance_block(command, seeds=f"{args.seed} (the logs' generator and "
+                                       "rows, every net's initialisation, θ̂'s fit, fit_pue, "
+                                       "the shuffles)", data=data)
     else:
         block = "## Provenance\n\n" + provenance_markdown(prov) + "\n"
     text = report(args, results, tp, block)

@@ -8,6 +8,8 @@ an evaluation set with the true ``p(y=1|x)``, ``θ(e=1|x)`` and ``Y``.
 Example:
     >>> log_name(100_000, "cloglog")
     'rows_100000_cloglog'
+    >>> log_name(100_000, "logistic", seed=2)
+    'rows_100000_seed2'
 """
 
 from __future__ import annotations
@@ -30,21 +32,24 @@ __all__ = ["POLICIES", "build_net", "ensure_log", "eval_data", "feature_spec", "
 POLICIES = ("logistic", "cloglog")
 
 
-def log_name(rows: int, policy: str, base_rate: float | None = None) -> str:
-    """The folder of a log of ``rows`` logged rows under ``policy`` (and ``base_rate``).
+def log_name(rows: int, policy: str, base_rate: float | None = None, seed: int = 0) -> str:
+    """The folder of a log of ``rows`` logged rows under ``policy`` (``base_rate``, ``seed``).
+
+    Seed 0 has no suffix (the names of earlier logs); another seed ends in ``_seed{seed}``.
 
     Example:
         >>> log_name(1000, "cloglog", 0.1), log_name(1000, "logistic")
         ('rows_1000_cloglog_base0.1', 'rows_1000')
     """
     return (f"rows_{rows}" + ("" if policy == "logistic" else f"_{policy}")
-            + ("" if base_rate is None else f"_base{base_rate:g}"))
+            + ("" if base_rate is None else f"_base{base_rate:g}")
+            + ("" if seed == 0 else f"_seed{seed}"))
 
 
 def ensure_log(rows: int, log_dir: Path, workers: int, *, policy: str = "logistic",
                shards: int = 16, eval_rows: int = 50_000,
-               base_rate: float | None = None) -> Path:
-    """The log of ``rows`` logged rows under ``log_dir``, written (seed 0) if missing.
+               base_rate: float | None = None, seed: int = 0) -> Path:
+    """The log of ``rows`` logged rows under ``log_dir``, written (generator ``seed``) if missing.
 
     ``base_rate``: the simulator's mean ``p(y=1|x)`` (``AdLogConfig.base_rate``;
     None: its default conversion intercept).
@@ -52,18 +57,19 @@ def ensure_log(rows: int, log_dir: Path, workers: int, *, policy: str = "logisti
     if policy not in POLICIES:
         raise ValueError(f"`policy` must be one of {list(POLICIES)}, got {policy!r}.")
     config = AdLogConfig(policy=policy, base_rate=base_rate)  # checks base_rate
-    path = Path(log_dir).resolve() / log_name(rows, policy, base_rate)
+    path = Path(log_dir).resolve() / log_name(rows, policy, base_rate, seed)
     if (path / "meta.json").is_file():
         meta = read_ad_log_meta(path)
         if (meta["counts"]["pu"] + meta["counts"]["exposure"] == rows
                 and meta["counts"]["eval"] == eval_rows
                 and meta["config"].get("policy", "logistic") == policy
-                and meta["config"].get("base_rate") == base_rate):
+                and meta["config"].get("base_rate") == base_rate
+                and meta.get("seed", 0) == seed):
             return path
         raise SystemExit(f"{path} holds another log; choose another --log-dir.")
     print(f"writing a {policy} log of {rows:,} rows ({workers} workers)", flush=True)
     start = time.perf_counter()
-    write_ad_log(path, rows=rows, shards=shards, seed=0, eval_rows=eval_rows, workers=workers,
+    write_ad_log(path, rows=rows, shards=shards, seed=seed, eval_rows=eval_rows, workers=workers,
                  config=config)
     print(f"  written in {time.perf_counter() - start:.0f} s", flush=True)
     return path

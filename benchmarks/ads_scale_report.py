@@ -49,7 +49,8 @@ def _setup(args: Any, results: dict) -> list[str]:
         "## Set-up", "",
         f"- Logs: `adpue_tf.synthetic.AdLogSimulator` defaults ({c['n_users']} users, "
         f"{c['n_items']} items ({c['rare_item_share']:.0%} rarely shown), {c['n_campaigns']} "
-        f"campaigns, 3 devices, {c['context_dim']}-dim context), seed 0, logging policy "
+        f"campaigns, 3 devices, {c['context_dim']}-dim context), seed {first.get('seed', 0)}, "
+        "logging policy "
         "`logistic` (θ = σ(z_e)) or `cloglog` (θ = 1 − exp(−exp(z_e)), not logistic)"
         + ("" if c.get("base_rate") is None else
            f", conversion intercept set for a mean p(y=1|x) of {c['base_rate']:g} (`base_rate`)")

@@ -129,19 +129,41 @@ def test_main_writes_report_plot_and_json(tmp_path):
                     "--policies", "cloglog", "--methods", "bce", "recommended",
                     "--batch-size", "256", "--chunks", "2", "--val-rows", "300", "--lr", "0.01",
                     "--lrs", "0.01", "0.05", "--eval-rows", "1000", "--epochs", "1",
-                    "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "1"])
+                    "--throughput-steps", "2", "--throughput-repeats", "1", "--workers", "1",
+                    "--seed", "3"])
     text = out.read_text()
     for needle in ("## Provenance", "- Command: `python -m benchmarks.ads_scale --rows 3000",
                    "## Accuracy: 3,000 logged rows, `cloglog` policy", "## Targets",
                    "## Training throughput", "## Peak resident memory", "fit_pue: chose",
-                   "fit_pue's candidates against the truth"):
+                   "fit_pue's candidates against the truth", "- Seeds: 3 (the logs' generator",
+                   "-dim context), seed 3, logging policy"):
         assert needle in text, needle
     assert str(tmp_path) not in text and "<local>/logs" in text
     assert (tmp_path / "res" / "ads_calibration.png").stat().st_size > 1000
     data = json.loads((tmp_path / "res" / "ads.json").read_text())
-    run = data["results"]["rows_3000_cloglog"]
+    run = data["results"]["rows_3000_cloglog_seed3"]  # a log per seed, its generator's seed
+    assert run["seed"] == 3 and data["provenance"]["seeds"].startswith("3 ")
+    assert read_ad_log_meta(tmp_path / "logs" / "rows_3000_cloglog_seed3")["seed"] == 3
     assert set(run["methods"]) == {"bce", "recommended"} and str(tmp_path) not in json.dumps(data)
     assert len(data["provenance"]["data_sha256"]) == 33  # 16 + 16 shards and the eval set
     cands = run["methods"]["bce"]["lr_candidates"]  # both rates ran; the lower score kept
     assert set(cands) == {"0.01", "0.05"}
     assert run["methods"]["bce"]["lr"] == float(min(cands, key=lambda lr: cands[lr]["best_val"]))
+
+
+def test_the_seed_names_the_log_and_reaches_every_child(monkeypatch):
+    assert ads_scale.parse_args([]).seed == 0
+    assert ads_scale_log.log_name(10, "logistic") == "rows_10"  # seed 0: the old names
+    assert ads_scale_log.log_name(10, "cloglog", 0.1, seed=2) == "rows_10_cloglog_base0.1_seed2"
+    seen = []
+
+    class Done:
+        returncode, stderr = 0, ""
+        stdout = ads_scale.RESULT + "{}"
+
+    monkeypatch.setattr(ads_scale.subprocess, "run",
+                        lambda cmd, **kw: seen.append(cmd) or Done())
+    args = ads_scale.parse_args(["--seed", "5"])
+    ads_scale._in_subprocess(args, "bce", ads_scale.Path("log"), ads_scale.Path("t"), lr=0.01)
+    child = ads_scale.parse_args(seen[0][3:])
+    assert child.seed == 5 and child.child == "bce"
