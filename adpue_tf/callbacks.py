@@ -91,16 +91,38 @@ class RefreshDagger(keras.callbacks.Callback):
                 "RefreshDagger would have no effect.")
         self.model.start_alternate_learning()
         self._first_epoch = True
+        # A step period: the training step refreshes itself where it can (exact for
+        # any steps_per_execution); else this callback does after each call of the step.
+        self._in_step = False
+        if self.every_n_steps is not None and self.model.refresh_every_steps is None:
+            try:
+                self.model._build_snapshot()
+                self.model.schedule_refresh(self.every_n_steps)
+                self._in_step = True
+            except ValueError:
+                steps = int(getattr(self.model, "steps_per_execution", 1) or 1)
+                if steps > 1:
+                    raise ValueError(
+                        f"RefreshDagger(every_n_steps={self.every_n_steps}) with "
+                        f"steps_per_execution={steps}: on this backend (or under a "
+                        "distribution strategy) the refresh runs between calls of the "
+                        "training step, which runs several steps; compile with "
+                        "steps_per_execution=1, or refresh every_n_epochs.") from None
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if getattr(self, "_in_step", False):
+            self.model.schedule_refresh(None)
+            self._in_step = False
 
     def _iterations(self) -> int:
         return int(self.model.optimizer.iterations.numpy())
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-        if self.every_n_steps is not None:
+        if self.every_n_steps is not None and not self._in_step:
             self._step_before = self._iterations()
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        if self.every_n_steps is None:
+        if self.every_n_steps is None or self._in_step:
             return
         n = self.every_n_steps
         if self._iterations() // n > self._step_before // n:

@@ -186,6 +186,10 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         # JAX and PyTorch: the mode when the step is traced (TensorFlow reads the
         # variable then); set where Keras makes the step, the variables attached.
         self._traced_mode: int | None = None
+        # RefreshDagger(every_n_steps=n) on TensorFlow and PyTorch: the step refreshes
+        # after every n-th optimizer step itself (schedule_refresh), exact for any
+        # steps_per_execution.
+        self._refresh_every_steps: int | None = None
         if net.built and getattr(net, "inputs", None):
             self.build(tuple(net.inputs[0].shape))
 
@@ -239,6 +243,57 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             frozen.assign(live if TENSORFLOW else ops.copy(live.value))
         self._mode.assign(SNAPSHOT)
         self._refreshes.assign_add(1)
+
+    @property
+    def refresh_every_steps(self) -> int | None:
+        """The step period of the refresh the training step does itself (None: none)."""
+        return self._refresh_every_steps
+
+    def schedule_refresh(self, every_n_steps: int | None) -> None:
+        """Refresh the snapshot inside the training step, after every ``n``-th optimizer step.
+
+        The step copies the weights of ``net`` into the snapshot right after the
+        update whose ``optimizer.iterations`` is a multiple of ``every_n_steps``,
+        so the period is exact whatever ``steps_per_execution`` runs in one call
+        (a callback sees only every ``steps_per_execution``-th step).
+        :class:`~adpue_tf.RefreshDagger` schedules it; None turns it off.
+        TensorFlow and PyTorch, without a distribution strategy.
+
+        Raises:
+            TypeError, ValueError: if ``every_n_steps`` is not None or an int ``>= 1``.
+            ValueError: on JAX, or under a distribution strategy.
+        """
+        n = None if every_n_steps is None else check_int("every_n_steps", every_n_steps, 1)
+        if n is not None and (BACKEND == "jax" or (TENSORFLOW and tf.distribute.has_strategy())):
+            raise ValueError(
+                "DebiasedModel refreshes inside its training step on TensorFlow and PyTorch "
+                f"without a distribution strategy; here (backend {BACKEND!r}"
+                f"{', a distribution strategy' if TENSORFLOW else ''}) the refresh runs "
+                "between calls of the step.")
+        if n != self._refresh_every_steps:
+            self._refresh_every_steps = n
+            if getattr(self, "train_function", None) is not None:
+                self.make_train_function(force=True)
+
+    def train_step(self, *args: Any, **kwargs: Any) -> Any:
+        """Keras's step; then the refresh :meth:`schedule_refresh` asked for, when it is due."""
+        logs = super().train_step(*args, **kwargs)
+        n = self._refresh_every_steps
+        if n is not None and BACKEND != "jax":
+            due = ops.equal(ops.mod(self.optimizer.iterations, n), 0)
+            if TENSORFLOW:
+                tf.cond(due, self._refresh_in_graph, tf.no_op)
+            elif bool(ops.convert_to_numpy(due)):
+                self.refresh_dagger()
+        return logs
+
+    def _refresh_in_graph(self) -> Any:
+        """:meth:`refresh_dagger` as graph ops (a branch of the training step)."""
+        for frozen, live in zip(self.snapshot.weights, self.net.weights):
+            frozen.assign(live)
+        self._mode.assign(SNAPSHOT)
+        self._refreshes.assign_add(1)
+        return tf.no_op()
 
     def _build_snapshot(self) -> None:
         if not self.snapshot.built and self.net.built:

@@ -43,12 +43,41 @@ def test_refresh_schedule(pue, kwargs, epochs, expected):
     assert model.refreshes == expected
 
 
-def test_refresh_schedule_with_steps_per_execution(pue):
-    model = adp.DebiasedModel(_net(4))
-    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True), steps_per_execution=2)
-    model.fit(pue, epochs=2, verbose=0, callbacks=[adp.RefreshDagger(every_n_steps=3)])
-    # steps run in pairs: crossing 3, 6, 9, 12, 15 is seen at steps 4, 6, 10, 12, 16
-    assert model.refreshes == 5
+def _weights_after(pue, steps_per_execution, jit_compile=False, epochs=2, every=3):
+    model = adp.DebiasedModel(_net(4), initial_dagger=0.3)
+    model.compile(keras.optimizers.Adam(0.05), loss=adp.ADPUELoss(from_logits=True),
+                  steps_per_execution=steps_per_execution, jit_compile=jit_compile)
+    model.fit(pue, epochs=epochs, verbose=0,
+              callbacks=[adp.RefreshDagger(every_n_steps=every)])
+    return model, [w.numpy() for w in model.net.weights + model.snapshot.weights]
+
+
+@pytest.mark.parametrize("steps, jit", [(2, False), (5, False), (16, False), (4, True)])
+def test_a_step_period_is_exact_under_steps_per_execution(pue, steps, jit):
+    """The step refreshes itself after every 3rd update (15 of 16 here), whatever number
+    of steps one call runs: the same weights and snapshot as one step per call."""
+    reference, expected = _weights_after(pue, 1)
+    model, got = _weights_after(pue, steps, jit)
+    assert model.refreshes == reference.refreshes == 5  # after steps 3, 6, 9, 12, 15
+    assert model.refresh_every_steps is None  # the step's own refresh ends with the fit
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # the snapshot holds the weights after step 15, not the last ones (16)
+    assert not np.allclose(got[0], got[len(got) // 2])
+
+
+def test_a_step_period_refresh_without_the_callback_is_exact_too(pue):
+    model = adp.DebiasedModel(_net(4), initial_dagger=0.3)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True), steps_per_execution=8)
+    model.start_alternate_learning()
+    model.schedule_refresh(4)
+    model.fit(pue, epochs=1, verbose=0)
+    assert (model.refreshes, model.dagger_mode) == (2, adp.model.SNAPSHOT)
+    model.schedule_refresh(None)
+    model.fit(pue, epochs=1, verbose=0)
+    assert model.refreshes == 2
+    with pytest.raises(ValueError, match="`every_n_steps` must be"):
+        model.schedule_refresh(0)
 
 
 @pytest.mark.parametrize("kwargs,first,second", [
