@@ -43,6 +43,11 @@ Usage::
     python -m benchmarks.throughput --threads 1 --variants bce,debiased --repeats 9
     python -m benchmarks.throughput --width 1024 --mixed mixed_bfloat16 --jit   # GPU
     python -m benchmarks.throughput --model ads --batch-size 4096 --jit        # feature dicts
+    python -m benchmarks.throughput --backend jax --variants bce,debiased      # Keras on JAX
+
+``--backend`` runs the benchmark under that Keras backend (a fresh process with
+``KERAS_BACKEND`` set; the data stay ``tf.data``); JAX compiles every step with
+XLA, as Keras does there by default, whatever ``--jit``.
 
 Writes ``benchmarks/results/throughput.md`` (``--out``) and prints a summary.
 """
@@ -193,6 +198,7 @@ def _machine() -> dict[str, str]:
             f"{tf.config.threading.get_intra_op_parallelism_threads() or 'default'}, "
             f"{tf.config.threading.get_inter_op_parallelism_threads() or 'default'}"),
         "Python": platform.python_version(),
+        "Keras backend": keras.backend.backend(),
         "TensorFlow": tf.__version__,
         "Keras": keras.__version__,
         "adpue_tf": adp.__version__,
@@ -331,6 +337,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"comma-separated, from {','.join(VARIANTS)}; bce first")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "throughput.md"))
     p.add_argument("--verbose", action="store_true", help="print each round")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                   help="Keras backend to run under (default: this process's)")
     args = p.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.repeats < 5:
@@ -358,6 +366,14 @@ def set_threads(n: int) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.backend and args.backend != keras.backend.backend():
+        # Keras fixes its backend at import: run again in a process that has it.
+        import subprocess
+
+        env = {**os.environ, "KERAS_BACKEND": args.backend}
+        argv = list(sys.argv[1:] if argv is None else argv)
+        raise SystemExit(subprocess.run([sys.executable, "-m", "benchmarks.throughput", *argv],
+                                        env=env).returncode)
     if args.threads:
         set_threads(args.threads)
     times = measure(args)
