@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from adpue_tf._internal.backend import BACKEND, TENSORFLOW, jax_jit, recorded_error
+from adpue_tf._internal.backend import BACKEND, TENSORFLOW, accelerated, jax_jit, recorded_error
 from adpue_tf._internal.checks import check_initial_guess, check_int
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import (
@@ -50,9 +50,12 @@ from adpue_tf.metrics.risk import RiskTracker
 from adpue_tf.risks import _rows
 from adpue_tf.risks._batch import check_sources, num_replicas
 
-__all__ = ["DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
+__all__ = ["ACCELERATOR_STEPS", "DebiasedModel", "DIRECT", "INITIAL", "SNAPSHOT"]
 
 DIRECT, INITIAL, SNAPSHOT = 0, 1, 2
+#: Steps per call of the training function that ``compile(steps_per_execution="auto")``
+#: gives on a GPU or TPU.
+ACCELERATOR_STEPS = 32
 #: The dtype of the state counters: int64 on TensorFlow (as Keras's step counter:
 #: TensorFlow keeps int32 variables in host memory, which an XLA step on a GPU
 #: cannot read), int32 elsewhere (JAX has no int64 unless x64 is enabled).
@@ -61,6 +64,8 @@ _COUNTER = "int64" if TENSORFLOW else "int32"
 
 def _value(variable: Any) -> int:
     """The value of a scalar integer variable now, on any backend."""
+    if TENSORFLOW:  # Keras's convert_to_numpy warns on a TensorFlow variable (NumPy 2)
+        return int(variable.numpy())
     return int(np.asarray(ops.convert_to_numpy(variable)))
 
 
@@ -310,13 +315,29 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 model.build(input_shape)
         super().build(input_shape)
 
-    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, **kwargs: Any) -> None:
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, *,
+                steps_per_execution: int | str = "auto", **kwargs: Any) -> None:
         """As ``keras.Model.compile``; ``loss`` must be a :class:`DebiasedLoss`.
 
+        ``steps_per_execution="auto"`` (the default) runs
+        :data:`ACCELERATOR_STEPS` steps per call of the training function on a
+        GPU or TPU, where a step that waits for Python between calls leaves
+        the device idle, and 1 on a CPU (Keras's default); an int is passed on.
+        Callbacks see every ``steps_per_execution``-th batch; the
+        :class:`~adpue_tf.RefreshDagger` period stays exact.
+
         Raises:
-            TypeError: if ``loss`` is not a ``DebiasedLoss`` instance.
-            ValueError: if ``initial_dagger`` is a model and the loss cannot use ``f†``.
+            TypeError: if ``loss`` is not a ``DebiasedLoss`` instance, or
+                ``steps_per_execution`` is neither ``"auto"`` nor an int.
+            ValueError: if ``initial_dagger`` is a model and the loss cannot use
+                ``f†``, or ``steps_per_execution`` is below 1.
         """
+        if isinstance(steps_per_execution, str):
+            if steps_per_execution != "auto":
+                raise TypeError("`steps_per_execution` must be 'auto' or an int, got "
+                                f"{steps_per_execution!r}.")
+            steps_per_execution = ACCELERATOR_STEPS if accelerated() else 1
+        steps_per_execution = check_int("steps_per_execution", steps_per_execution, 1)
         if not isinstance(loss, DebiasedLoss):
             raise TypeError(
                 "`loss` must be an adpue_tf DebiasedLoss instance (e.g. "
@@ -330,7 +351,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             raise ValueError(
                 f"`loss` {type(loss).__name__} does not use f†, so an `initial_dagger` "
                 "model or a snapshot has no effect; use a loss such as ADPUELoss.")
-        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+        super().compile(optimizer=optimizer, loss=loss, steps_per_execution=steps_per_execution,
+                        **kwargs)
 
     def fit(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:
         """As ``keras.Model.fit``; over a ``tf.data.Dataset`` ``shuffle`` defaults to False.

@@ -181,3 +181,19 @@ def test_refresh_on_a_plain_model(pue):
     plain.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
     with pytest.raises(TypeError, match="DebiasedModel"):
         plain.fit(pue, epochs=1, verbose=0, callbacks=[adp.RefreshDagger()])
+
+
+def test_steps_per_execution_auto_is_one_on_a_cpu_and_more_on_an_accelerator(monkeypatch):
+    from adpue_tf import model as model_module
+
+    model = _model()
+    assert model.steps_per_execution == 1  # this machine computes on its CPU
+    monkeypatch.setattr(model_module, "accelerated", lambda: True)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    assert model.steps_per_execution == model_module.ACCELERATOR_STEPS == 32
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True), steps_per_execution=3)
+    assert model.steps_per_execution == 3
+    with pytest.raises(TypeError, match="`steps_per_execution` must be 'auto' or an int"):
+        model.compile("sgd", loss=adp.ADPUELoss(from_logits=True), steps_per_execution="fast")
+    with pytest.raises(ValueError, match="`steps_per_execution` must be at least 1"):
+        model.compile("sgd", loss=adp.ADPUELoss(from_logits=True), steps_per_execution=0)

@@ -45,8 +45,8 @@ except ImportError:  # pragma: no cover - a Keras without it
     def in_symbolic_scope() -> bool:
         return False
 
-__all__ = ["BACKEND", "TENSORFLOW", "can_assert", "concrete", "is_traced", "jax_assertion", "jax_jit",
-           "raise_first", "recorded_error", "require_tensorflow"]
+__all__ = ["BACKEND", "TENSORFLOW", "accelerated", "can_assert", "concrete", "is_traced",
+           "jax_assertion", "jax_jit", "raise_first", "recorded_error", "require_tensorflow"]
 
 #: The error the last failing JAX assertion raised (its callback may run on another thread).
 _RECORDED: list[Exception] = []
@@ -61,6 +61,17 @@ def recorded_error() -> Exception | None:
     """
     with _LOCK:
         return _RECORDED.pop() if _RECORDED else None
+
+
+def accelerated() -> bool:
+    """Whether the backend computes on a GPU or TPU (not the CPU) by default."""
+    if TENSORFLOW:
+        return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    if BACKEND == "jax":
+        return jax.default_backend() != "cpu"
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def jax_jit(function: Callable[..., Any]) -> Callable[..., Any]:
