@@ -44,6 +44,7 @@ from adpue_tf._internal.net_checks import (
     input_shapes,
 )
 from adpue_tf._internal.tracing import build_optimizer
+from adpue_tf.data.builders import features_checked
 from adpue_tf.distributed import MultiWorkerFit
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskTracker
@@ -102,7 +103,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     that ends in a sigmoid when the loss has ``from_logits=True``; the loss
     refuses outputs outside ``[0, 1]`` when ``from_logits=False``, and batches of
     sources it does not read. Each step checks that the features (every floating
-    input), the net's output and the loss are finite, and the gradient of the
+    input; in training, only where the batches do not come from a data builder,
+    which checked them where it made them), the net's output and the loss are finite, and the gradient of the
     loss waits for these checks (``tf.custom_gradient``), so a NaN feature, a
     huge one (``3e38``: outputs beyond ``±1e4``) or an overflowing loss stops
     ``fit`` with an error that says which, before the optimizer updates any
@@ -195,6 +197,10 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         # after every n-th optimizer step itself (schedule_refresh), exact for any
         # steps_per_execution.
         self._refresh_every_steps: int | None = None
+        # Whether fit's data came from a builder, which checked its features finite
+        # (then the training step checks the net's output and the loss, not them).
+        self._data_checked = False
+        self._tracing_train_step = False
         if net.built and getattr(net, "inputs", None):
             self.build(tuple(net.inputs[0].shape))
 
@@ -282,7 +288,11 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
 
     def train_step(self, *args: Any, **kwargs: Any) -> Any:
         """Keras's step; then the refresh :meth:`schedule_refresh` asked for, when it is due."""
-        logs = super().train_step(*args, **kwargs)
+        self._tracing_train_step = True
+        try:
+            logs = super().train_step(*args, **kwargs)
+        finally:
+            self._tracing_train_step = False
         n = self._refresh_every_steps
         if n is not None and BACKEND != "jax":
             due = ops.equal(ops.mod(self.optimizer.iterations, n), 0)
@@ -363,6 +373,11 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """
         if isinstance(x, tf.data.Dataset) and len(args) < 7:  # shuffle not given by position
             kwargs.setdefault("shuffle", False)
+        checked = features_checked(x)
+        if checked != self._data_checked:
+            self._data_checked = checked
+            if getattr(self, "train_function", None) is not None:
+                self.make_train_function(force=True)
         build_optimizer(self)  # the step is traced once, not twice
         return super().fit(x, y, *args, **kwargs)
 
@@ -477,7 +492,9 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         # gradient) waits for these checks, so no step applies a NaN update.
         stop = ("DebiasedModel: training stops before the weights are updated, as the "
                 "batch cannot give a finite step:")
-        if isinstance(x, dict):
+        if self._tracing_train_step and self._data_checked:
+            features = {}  # a builder's batches: checked finite where they were made
+        elif isinstance(x, dict):
             features = {f"x[{k!r}]": t for k, t in x.items() if not isinstance(t, (dict, list))}
         else:
             features = {f"x[{i}]": t for i, t in enumerate(keras.tree.flatten(x))}

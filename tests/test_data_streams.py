@@ -127,3 +127,38 @@ def test_a_wrong_row_count_fails_while_streaming_naming_the_argument(log, tmp_pa
                        match=f"`x_pu`: read_tfrecords was given rows={rows}, but its files"):
         for _ in ds:
             pass
+
+
+def test_a_builders_batches_are_marked_checked_and_a_nan_row_stops_fit_before_any_update():
+    """DebiasedModel leaves the feature check of its training step to the builders, which
+    check every row where they make the batches: a NaN row of a Dataset stops fit there,
+    naming the feature, and no weight moves. A transformed Dataset is checked in the step."""
+    import keras
+
+    from adpue_tf.data.builders import features_checked
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 2)).astype("float32")
+    x[40, 1] = np.nan
+    rows = tf.data.Dataset.from_tensor_slices((x, (np.arange(64) % 2).astype("int64")))
+    ex = tf.data.Dataset.from_tensor_slices((np.ones((32, 2), "float32"),
+                                             (np.arange(32) % 2).astype("int64")))
+    ds = adp.data.pue_dataset(rows, None, ex, None, batch_size=96, shuffle=False)
+    assert features_checked(ds) and not features_checked(ds.map(lambda a, b: (a, b)))
+    keras.utils.set_random_seed(0)
+    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model = adp.DebiasedModel(net)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    before = [w.numpy().copy() for w in net.weights]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"`x_pu` contains NaN"):
+        model.fit(ds, epochs=1, verbose=0)
+    for a, b in zip(before, net.weights):
+        np.testing.assert_array_equal(a, b.numpy())
+    y = np.concatenate([adp.pack_labels(Source.PU, w=np.arange(64) % 2),
+                        adp.pack_labels(Source.E, e=np.arange(32) % 2)])
+    own = tf.data.Dataset.from_tensor_slices((np.concatenate([x, np.ones((32, 2), "float32")]),
+                                              y)).batch(96)  # no builder: the step checks
+    with pytest.raises(Exception, match="NaN or inf found in `x\\[0\\]`"):
+        model.fit(own, epochs=1, verbose=0)
+    for a, b in zip(before, net.weights):
+        np.testing.assert_array_equal(a, b.numpy())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
@@ -20,12 +21,35 @@ from adpue_tf.data._streams import Stream, make_stream
 from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",
-           "batch_counts", "epoch_length", "interleave_order"]
+           "batch_counts", "epoch_length", "features_checked", "interleave_order"]
 
 #: A data set argument: array-like features or a ``tf.data.Dataset`` of rows.
 Input = Union[np.ndarray, tf.data.Dataset, Any]
 #: ``shares``: positive weights in argument order, or keyed by source name.
 Shares = Union[Sequence[float], Mapping[Union[str, Source], float], None]
+
+
+#: The Datasets the builders returned: their features were checked finite (arrays when
+#: built, a Dataset's rows in the pipeline) and their labels packed and checked there.
+_CHECKED: weakref.WeakSet = weakref.WeakSet()
+
+
+def features_checked(ds: Any) -> bool:
+    """Whether ``ds`` is a Dataset a builder returned (its features checked finite there).
+
+    Only that very object: any transformation of it makes a new Dataset.
+
+    Example:
+        >>> features_checked(pue_dataset(np.ones((4, 2)), [1, 0, 1, 0], np.ones((4, 2)),
+        ...                              [1, 0, 1, 0], batch_size=4))
+        True
+        >>> features_checked(tf.data.Dataset.range(3))
+        False
+    """
+    try:
+        return ds in _CHECKED
+    except TypeError:  # not weak-referable
+        return False
 
 
 def batch_counts(shares: Sequence[float], batch_size: int) -> list[int]:
@@ -246,8 +270,9 @@ def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int
     n = (epoch_length([s.rows or 0 for s in streams], counts) if steps_per_epoch is None
          else check_int("steps_per_epoch", steps_per_epoch, 1))
     ds = _zip(streams, counts, bool(shuffle), seed).take(n)
-    ds = ds.apply(tf.data.experimental.assert_cardinality(n))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    ds = ds.apply(tf.data.experimental.assert_cardinality(n)).prefetch(tf.data.AUTOTUNE)
+    _CHECKED.add(ds)
+    return ds
 
 
 def pue_dataset(x_pu: Input, w: Any, x_e: Input, e: Any, *, batch_size: int = 512,
