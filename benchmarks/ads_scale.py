@@ -89,6 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="cap on the rows each method trains on (None: full passes)")
     p.add_argument("--refresh-every", type=int, default=1,
                    help="chunks per alternate-learning round of debiased")
+    p.add_argument("--steps-per-execution", type=int, default=None,
+                   help="Keras steps_per_execution of the streamed methods (None: "
+                        "DebiasedModel's 'auto' rule, 32 on a GPU and 1 on a CPU)")
     p.add_argument("--parallel", type=int, default=1, help="method subprocesses at once")
     p.add_argument("--throughput-steps", type=int, default=100,
                    help="steps per timed unit of the round-robin throughput run (0: none)")
@@ -137,7 +140,8 @@ def _child(args: argparse.Namespace) -> None:
             else:
                 out = run_method(args.log, args.child, chunks=args.chunks,
                                  val_rows=args.val_rows, theta_path=args.theta,
-                                 refresh_every=args.refresh_every, **kw)
+                                 refresh_every=args.refresh_every,
+                                 steps=args.steps_per_execution, **kw)
         except tf.errors.InvalidArgumentError as err:
             if not is_divergence(err):
                 raise
@@ -159,6 +163,8 @@ def _in_subprocess(args: argparse.Namespace, child: str, log: Path, theta: Path,
            "--refresh-every", str(args.refresh_every), "--seed", str(args.seed)]
     if args.max_train_rows is not None:
         cmd += ["--max-train-rows", str(args.max_train_rows)]
+    if args.steps_per_execution is not None:
+        cmd += ["--steps-per-execution", str(args.steps_per_execution)]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     lines = [x for x in proc.stdout.splitlines() if x.startswith(RESULT)]

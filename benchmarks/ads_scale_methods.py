@@ -59,11 +59,21 @@ DESCRIPTIONS = {
 }
 
 
+def steps_per_execution(value: int | None) -> int:
+    """``value``, or the rule ``DebiasedModel.compile``'s ``"auto"`` follows when None:
+    ``adp.model.ACCELERATOR_STEPS`` steps a call on a GPU, 1 on a CPU."""
+    if value is not None:
+        return value
+    return adp.model.ACCELERATOR_STEPS if tf.config.list_logical_devices("GPU") else 1
+
+
 def make_model(method: str, meta: dict[str, Any], lr: float, seed: int,
-               theta: keras.Model | None, *, refresh_every: int = 1) -> tuple[keras.Model, list, Any]:
+               theta: keras.Model | None, *, refresh_every: int = 1,
+               steps: int | None = None) -> tuple[keras.Model, list, Any]:
     """(compiled model, its callbacks, a function mapping the training data) of a streamed method.
 
-    ``refresh_every``: chunks (Keras epochs) per alternate-learning round of ``debiased``.
+    ``refresh_every``: chunks (Keras epochs) per alternate-learning round of ``debiased``;
+    ``steps``: Keras's ``steps_per_execution`` (None: :func:`steps_per_execution`'s rule).
     """
     net = build_net(meta, seed=seed)
     callbacks: list = []
@@ -81,7 +91,8 @@ def make_model(method: str, meta: dict[str, Any], lr: float, seed: int,
     else:
         raise ValueError(f"unknown method {method!r}; choose from {STREAMED}.")
     model.compile(optimizer=keras.optimizers.Adam(lr), loss=loss,
-                  metrics=[adp.validation.ExposureLikelihood(from_logits=True)])
+                  metrics=[adp.validation.ExposureLikelihood(from_logits=True)],
+                  steps_per_execution=steps_per_execution(steps))
     return model, callbacks, prepare
 
 
@@ -123,7 +134,8 @@ def _probabilities(model: keras.Model, feats: Any) -> np.ndarray:
 def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8,
                batch_size: int = 4096, lr: float = 0.03, val_rows: int = 50_000,
                theta_path: str | None = None, seed: int = 0,
-               max_train_rows: int | None = None, refresh_every: int = 1) -> dict[str, Any]:
+               max_train_rows: int | None = None, refresh_every: int = 1,
+               steps: int | None = None) -> dict[str, Any]:
     """Train a streamed ``method`` on the log at ``log``; its scores, rows/s and peak memory.
 
     ``max_train_rows`` caps the rows trained on (the head of the shuffled
@@ -137,7 +149,7 @@ def run_method(log: str | Path, method: str, *, epochs: int = 1, chunks: int = 8
         theta = fit_theta(meta, batch_size=batch_size, epochs=epochs, lr=lr, seed=seed)
     theta_s = time.perf_counter() - start
     model, callbacks, prepare = make_model(method, meta, lr, seed, theta,
-                                           refresh_every=refresh_every)
+                                           refresh_every=refresh_every, steps=steps)
     ds = train_data(meta, batch_size, epochs, seed)
     if prepare is not None:
         ds = prepare(ds)

@@ -107,7 +107,8 @@ def test_every_method_end_to_end_on_a_tiny_log(tmp_path):
     theta.save(tmp_path / "theta.keras")
     for method in ads_scale_methods.STREAMED:
         out = ads_scale_methods.run_method(log, method, chunks=2, batch_size=256, lr=0.01,
-                                           val_rows=300, theta_path=str(tmp_path / "theta.keras"))
+                                           val_rows=300, theta_path=str(tmp_path / "theta.keras"),
+                                           steps=3 if method == "debiased" else None)
         assert out["steps"] > 0 and out["train_rows"] == out["steps"] * 256
         assert out["best_chunk"] in (1, 2) and len(out["val_exposure_nll"]) == 2
         assert np.isfinite(out["val_exposure_nll"]).all()
@@ -167,3 +168,23 @@ def test_the_seed_names_the_log_and_reaches_every_child(monkeypatch):
     ads_scale._in_subprocess(args, "bce", ads_scale.Path("log"), ads_scale.Path("t"), lr=0.01)
     child = ads_scale.parse_args(seen[0][3:])
     assert child.seed == 5 and child.child == "bce"
+
+
+def test_steps_per_execution_reaches_the_streamed_models_and_their_children(tmp_path, monkeypatch):
+    log = ads_scale_log.ensure_log(400, tmp_path, workers=1, shards=2, eval_rows=100)
+    meta = read_ad_log_meta(log)
+    model, _, _ = ads_scale_methods.make_model("debiased", meta, 0.01, 0, None, steps=6)
+    assert model.steps_per_execution == 6
+    model, _, _ = ads_scale_methods.make_model("bce", meta, 0.01, 0, None)
+    assert model.steps_per_execution == 1  # the CPU's, by DebiasedModel's "auto" rule
+    seen = []
+
+    class Done:
+        returncode, stderr = 0, ""
+        stdout = ads_scale.RESULT + "{}"
+
+    monkeypatch.setattr(ads_scale.subprocess, "run",
+                        lambda cmd, **kw: seen.append(cmd) or Done())
+    args = ads_scale.parse_args(["--steps-per-execution", "16"])
+    ads_scale._in_subprocess(args, "adpue", ads_scale.Path("log"), ads_scale.Path("t"))
+    assert ads_scale.parse_args(seen[0][3:]).steps_per_execution == 16
