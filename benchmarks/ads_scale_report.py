@@ -27,6 +27,10 @@ ACCURACY = (("MAE to true p", "mae", 4), ("MAE, rarely shown (θ<0.05)", "mae_ra
 RIVALS = ("bce", "ips", "adpue")
 
 
+
+#: fit_pue's wall time at ads scale against one streamed BCE fit: at most this many times.
+COST_TARGET = 1.5
+
 def ran(results: dict) -> list[str]:
     """The methods in the results, in the order of METHODS."""
     found = {m for r in results.values() for m in r["methods"]}
@@ -208,9 +212,9 @@ def targets(results: dict, tp: dict | None) -> list[str]:
              f"{e['bce']['mae']:.4f}", e["recommended"]["mae"] <= e["bce"]["mae"])
         wall = r["recommended"]["fit_wall_s"] / r["bce"]["fit_wall_s"]
         cpu = r["recommended"]["fit_cpu_s"] / r["bce"]["fit_cpu_s"]
-        line(f"{where}: fit_pue ≤ 4 × one BCE fit (wall; CPU beside)",
+        line(f"{where}: fit_pue ≤ {COST_TARGET} × one streamed BCE fit (wall; CPU beside)",
              f"{r['recommended']['fit_wall_s']:.0f} s / {r['bce']['fit_wall_s']:.0f} s = "
-             f"{wall:.2f} (CPU {cpu:.2f})", wall <= 4.0)
+             f"{wall:.2f} (CPU {cpu:.2f})", wall <= COST_TARGET)
     if tp is not None:
         for m, goal in (("adpue", 0.95), ("debiased", 0.90)):
             if m in tp:

@@ -119,7 +119,7 @@ def concrete(x: Any) -> np.ndarray | None:
     TensorFlow: an eager tensor (or a NumPy value); JAX: an array that is not a
     tracer; PyTorch: any tensor (detached, copied to the host).
     """
-    if isinstance(x, (np.ndarray, np.generic, float, int, bool)):
+    if isinstance(x, (np.ndarray, np.generic, float, int, bool, list, tuple)):
         return np.asarray(x)
     if x is None or isinstance(x, keras.KerasTensor):
         return None
