@@ -57,7 +57,8 @@ def one_step_per_call(pue):
     return _weights_after(pue, 1)
 
 
-@pytest.mark.parametrize("steps, jit", [(5, False), (16, False), (4, True)])
+@pytest.mark.parametrize("steps, jit", [(5, False), (16, False),
+                                        pytest.param(4, True, marks=pytest.mark.slow)])
 def test_a_step_period_is_exact_under_steps_per_execution(pue, one_step_per_call, steps, jit):
     """The step refreshes itself after every 3rd update (15 of 16 here), whatever number
     of steps one call runs: the same weights and snapshot as one step per call."""

@@ -25,6 +25,7 @@ def test_policies_against_their_formulas():
         overlap.draw(10, "random", rng)
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_the_table(tmp_path):
     out = tmp_path / "overlap.md"
     overlap.main(["--policies", "targeted", "--nets", "mlp", "--seeds", "1", "--rows", "3000",

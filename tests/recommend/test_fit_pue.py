@@ -448,7 +448,7 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
     # to choose + the likelihood net again: θ̂ is shared
     ("likelihood", 4),
     # Ratio predicts with q̂ and θ̂ (the checks' nets): both are retrained on every row
-    ("ratio", 4),
+    pytest.param("ratio", 4, marks=pytest.mark.slow),
 ])
 def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
         data, candidate, built, monkeypatch):

@@ -184,6 +184,7 @@ def test_a_kept_models_fit_calls_the_hooks_and_makes_the_updates_of_kerass_fit(j
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_held_out_logits_are_those_of_each_returned_model():
     """Stage.held (kept from the scoring of the best epoch, or a composite's head on its
     nets' outputs) equals each trained model's own logits on the held-out rows, bit for bit."""

@@ -242,6 +242,7 @@ def test_a_change_the_configuration_hides_is_caught_by_the_probe():
     assert b.model is not a.model and b.nets[0] is changed[0]  # a new model, the fresh net
 
 
+@pytest.mark.slow
 def test_no_call_clears_tensorflows_kernel_cache(monkeypatch):
     """``tf.random.set_seed`` clears the eager kernel cache: kept steps are instantiated again,
     and under XLA each instantiation keeps ~3 MB (benchmarks/results/linear.recommended.md)."""
@@ -267,6 +268,7 @@ def test_no_call_clears_tensorflows_kernel_cache(monkeypatch):
     assert len(eager) == 1
 
 
+@pytest.mark.slow
 def test_the_callers_tensorflow_seed_does_not_change_the_result():
     import tensorflow as tf
 
