@@ -50,7 +50,8 @@ def _same(a, b):
         np.testing.assert_array_equal(u, v)
 
 
-@pytest.mark.parametrize("dropout", [0.0, pytest.param(0.3, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
 def test_kept_models_give_the_results_of_new_ones(monkeypatch, dropout):
     """Two calls with one build_net (the refit and the second call reuse), against none kept."""
     kept = _fits(_mlp(dropout))
