@@ -154,11 +154,9 @@ def test_main_writes_report_plot_and_json(tmp_path):
     assert run["methods"]["bce"]["lr"] == float(min(cands, key=lambda lr: cands[lr]["best_val"]))
 
 
-def test_the_seed_names_the_log_and_reaches_every_child(monkeypatch):
-    assert ads_scale.parse_args([]).seed == 0
-    assert ads_scale_log.log_name(10, "logistic") == "rows_10"  # seed 0: the old names
-    assert ads_scale_log.log_name(10, "cloglog", 0.1, seed=2) == "rows_10_cloglog_base0.1_seed2"
-    seen = []
+def _children(monkeypatch) -> list:
+    """The command lines of the child processes ads_scale starts (none is run)."""
+    seen: list = []
 
     class Done:
         returncode, stderr = 0, ""
@@ -166,6 +164,14 @@ def test_the_seed_names_the_log_and_reaches_every_child(monkeypatch):
 
     monkeypatch.setattr(ads_scale.subprocess, "run",
                         lambda cmd, **kw: seen.append(cmd) or Done())
+    return seen
+
+
+def test_the_seed_names_the_log_and_reaches_every_child(monkeypatch):
+    assert ads_scale.parse_args([]).seed == 0
+    assert ads_scale_log.log_name(10, "logistic") == "rows_10"  # seed 0: the old names
+    assert ads_scale_log.log_name(10, "cloglog", 0.1, seed=2) == "rows_10_cloglog_base0.1_seed2"
+    seen = _children(monkeypatch)
     args = ads_scale.parse_args(["--seed", "5"])
     ads_scale._in_subprocess(args, "bce", ads_scale.Path("log"), ads_scale.Path("t"), lr=0.01)
     child = ads_scale.parse_args(seen[0][3:])
@@ -179,14 +185,7 @@ def test_steps_per_execution_reaches_the_streamed_models_and_their_children(tmp_
     assert model.steps_per_execution == 6
     model, _, _ = ads_scale_methods.make_model("bce", meta, 0.01, 0, None)
     assert model.steps_per_execution == 1  # the CPU's, by DebiasedModel's "auto" rule
-    seen = []
-
-    class Done:
-        returncode, stderr = 0, ""
-        stdout = ads_scale.RESULT + "{}"
-
-    monkeypatch.setattr(ads_scale.subprocess, "run",
-                        lambda cmd, **kw: seen.append(cmd) or Done())
+    seen = _children(monkeypatch)
     args = ads_scale.parse_args(["--steps-per-execution", "16"])
     ads_scale._in_subprocess(args, "adpue", ads_scale.Path("log"), ads_scale.Path("t"))
     assert ads_scale.parse_args(seen[0][3:]).steps_per_execution == 16
