@@ -332,7 +332,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         ``steps_per_execution="auto"`` (the default) runs
         :data:`ACCELERATOR_STEPS` steps per call of the training function on a
         GPU or TPU, where a step that waits for Python between calls leaves
-        the device idle, and 1 on a CPU (Keras's default); an int is passed on.
+        the device idle, and 1 on a CPU (Keras's default) or on PyTorch (which
+        Keras runs one step a call); an int is passed on.
         Callbacks see every ``steps_per_execution``-th batch; the
         :class:`~adpue_tf.RefreshDagger` period stays exact.
 
@@ -346,7 +347,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             if steps_per_execution != "auto":
                 raise TypeError("`steps_per_execution` must be 'auto' or an int, got "
                                 f"{steps_per_execution!r}.")
-            steps_per_execution = ACCELERATOR_STEPS if accelerated() else 1
+            # Keras on PyTorch runs one step a call
+            steps_per_execution = ACCELERATOR_STEPS if accelerated() and BACKEND != "torch" else 1
         steps_per_execution = check_int("steps_per_execution", steps_per_execution, 1)
         if not isinstance(loss, DebiasedLoss):
             raise TypeError(
