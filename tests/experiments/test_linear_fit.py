@@ -65,6 +65,7 @@ def test_bad_input(kwargs, match):
         linear_fit.fit_linear(args.pop("x"), args.pop("y"), risks.logit, **args)
 
 
+@pytest.mark.slow
 def test_models_sharing_features_equal_separate_fits():
     """Several models per trial (own labels, weights, L2 and risk) follow their separate fits."""
     x, y = _stack(trials=2, n=60)

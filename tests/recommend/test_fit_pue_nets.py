@@ -19,6 +19,7 @@ def _linear(l2: float):
     return build
 
 
+@pytest.mark.slow
 def test_the_net_whose_choice_scores_lowest_is_returned_as_its_own_fit():
     nets = {"l2_strong": _linear(1.0), "l2_none": _linear(0.0)}
     fit = adp.fit_pue(nets, S.x_pu, S.w_pu, S.x_e, S.e_e, tolerance=0.0, **OPTIONS)
