@@ -386,26 +386,24 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     # -- JAX and PyTorch: the mode at tracing; JAX: a failed step keeps the weights --
     def make_train_function(self, force: bool = False) -> Any:
         """Keras's; on JAX without donating the state, so a failing step leaves the weights."""
-        if TENSORFLOW:
-            return super().make_train_function(force)
-        self._traced_mode = self.dagger_mode
-        if BACKEND != "jax" or not self._jax_undonated():
-            return super().make_train_function(force)
-        if getattr(self, "train_function", None) is not None and not force:
-            return None
-        self.train_function = self._kept_state(self.train_step, optimizer=True)
-        return None
+        return self._step_function("train", force, super().make_train_function)
 
     def make_test_function(self, force: bool = False) -> Any:
         """Keras's; on JAX without donating the state (see :meth:`make_train_function`)."""
+        return self._step_function("test", force, super().make_test_function)
+
+    def _step_function(self, kind: str, force: bool, keras_own: Any) -> Any:
+        """``keras_own(force)``, or on JAX (outside a distribution) a step function of
+        :meth:`_kept_state` set as ``{kind}_function``; JAX and PyTorch note the f† mode."""
         if TENSORFLOW:
-            return super().make_test_function(force)
+            return keras_own(force)
         self._traced_mode = self.dagger_mode
         if BACKEND != "jax" or not self._jax_undonated():
-            return super().make_test_function(force)
-        if getattr(self, "test_function", None) is not None and not force:
+            return keras_own(force)
+        if getattr(self, f"{kind}_function", None) is not None and not force:
             return None
-        self.test_function = self._kept_state(self.test_step, optimizer=False)
+        step = self.train_step if kind == "train" else self.test_step
+        setattr(self, f"{kind}_function", self._kept_state(step, optimizer=kind == "train"))
         return None
 
     def _jax_undonated(self) -> bool:
