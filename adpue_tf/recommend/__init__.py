@@ -9,14 +9,14 @@ Example:
     ('bce_w', 'likelihood_theta')
 """
 
-from adpue_tf.recommend.compose import ThetaFeature
-from adpue_tf.recommend.fit import NET_TOLERANCE, FitOptions, fit_pue
-from adpue_tf.recommend.names import (
+from adpue_tf.recommend.candidates import (
     CANDIDATES,
     DEFAULT_CANDIDATES,
     DERIVED,
     PREDICTS_WITH_THETA,
 )
+from adpue_tf.recommend.compose import ThetaFeature
+from adpue_tf.recommend.fit import NET_TOLERANCE, FitOptions, fit_pue
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 

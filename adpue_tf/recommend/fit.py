@@ -42,7 +42,7 @@ from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
-from adpue_tf.recommend.candidates import Settings, Stage, net_seed
+from adpue_tf.recommend.candidates import PREFERRED, TABLE, THETA, net_seed
 from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_builders,
@@ -56,12 +56,12 @@ from adpue_tf.recommend.inputs import (
     scale_hint,
     shift_hint,
 )
-from adpue_tf.recommend.joint import train_needed
-from adpue_tf.recommend.names import CANDIDATES, DEFAULT_CANDIDATES, PREFERRED
 from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_overlap
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, overruled_anyway
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
+from adpue_tf.recommend.stage import Stage, train_all
+from adpue_tf.recommend.train import Settings
 
 __all__ = ["FINALS", "FOLDS_FINAL", "FitOptions", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit",
            "choose", "fit_pue"]
@@ -105,17 +105,18 @@ def _progress(verbose: Any, total: int) -> Callable[[str], None]:
 
 
 def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
+    every = tuple(n for n in TABLE if n != THETA)  # the table as it is now (a user's entry too)
     if candidates is None:
-        return DEFAULT_CANDIDATES
+        return tuple(n for n in every if TABLE[n].default)
     if candidates == "all":
-        return CANDIDATES
+        return every
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
         raise TypeError(f"`candidates` must be a sequence of names, got {candidates!r}.")
-    unknown = [c for c in candidates if c not in CANDIDATES]
+    unknown = [c for c in candidates if c not in every]
     if unknown or not candidates:
-        raise ValueError(f"`candidates` must be a non-empty subset of {list(CANDIDATES)}; "
+        raise ValueError(f"`candidates` must be a non-empty subset of {list(every)}; "
                          f"unknown: {unknown}.")
-    chosen = tuple(c for c in CANDIDATES if c in candidates)  # each name once, in order
+    chosen = tuple(c for c in every if c in candidates)  # each name once, in order
     if "average" in chosen and len(chosen) < 3:
         raise ValueError("`average` needs at least two other candidates.")
     return chosen
@@ -298,13 +299,14 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show, built[key])
               for key, b in builders.items()}
     # Every net's nets that train together do so in one pass (joint.py), then the rest.
-    _train([st for group in stages.values() for st in group], names, pu, ex, pu_fold, e_fold)
+    train_all([st for group in stages.values() for st in group], names, pu, ex, pu_fold,
+              e_fold)
     picked: dict[str | None, Selection] = {}
     for key, group in stages.items():
         tried, passed = names, skipped
         if skipped and not all(st.trains(PREFERRED) for st in group):
             tried, passed = asked, ()  # blend failed: the rule chooses among them all
-            _train(group, tried, pu, ex, pu_fold, e_fold)
+            train_all(group, tried, pu, ex, pu_fold, e_fold)
         with _naming(key):
             picked[key] = select(group, tried, passed, positives, float(tolerance), hints[key])
     held, best = pick_net(picked, NET_TOLERANCE)
@@ -318,7 +320,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
                       parts=group[0].parts, progress=show, built=built[best])
         if k == 1:
             _share_helpers(group[0], whole, choice)
-        train_needed([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
+        train_all([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
         refitted = whole.try_get(choice)
         if refitted is None:  # diverged on all rows: keep the fold models
             failed[choice] = f"refit on all rows: {whole.failed[choice]}"
@@ -374,16 +376,6 @@ def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:
     for name, net in chosen_from.models.items():
         if chosen_from.heads[name][0] == (name,) and name not in predicts_with:
             whole.install(name, net, chosen_from.best_epoch[name])
-
-
-def _train(stages: list[Stage], names: Sequence[str], pu: Rows, ex: Rows,
-           pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
-    """Train ``names`` in every stage (the joint passes first); failures are recorded."""
-    train_needed(stages, names, pu, ex, pu_fold, e_fold)
-    for name in names:
-        if name != "average":
-            for st in stages:
-                st.trains(name)
 
 
 def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,

@@ -1,6 +1,6 @@
 """Shuffled batches of a joint pass: ``θ̂`` on their E rows, ``bce_w`` on their PU rows.
 
-In a joint pass (:mod:`adpue_tf.recommend.joint`) over shuffled batches,
+In a joint pass (:mod:`adpue_tf.recommend.stage`) over shuffled batches,
 :func:`adpue_tf.data.pue_dataset`'s interleaved rows are put back PU rows
 first, then E rows (one gather in the input pipeline, :func:`pu_first`). The
 risk of ``θ̂`` reads only the E rows and that of ``bce_w`` only the PU rows
@@ -30,10 +30,7 @@ import tensorflow as tf
 from adpue_tf.data.builders import batch_counts, interleave_order
 from adpue_tf.labels import Source
 
-__all__ = ["READS", "Layout", "batch_layout", "call_on_rows", "pu_first"]
-
-#: The nets whose risks read one source's rows: ``"pu"`` or ``"e"``.
-READS = {"theta": "e", "bce_w": "pu"}
+__all__ = ["Layout", "batch_layout", "call_on_rows", "pu_first"]
 
 
 class Layout(NamedTuple):
@@ -79,13 +76,14 @@ def pu_first(layout: Layout) -> Callable[[Any, Any], tuple[Any, Any]]:
     return reorder
 
 
-def call_on_rows(net: keras.Model, inputs: Any, name: str, layout: Layout | None) -> Any:
-    """``net``'s logits on a batch of ``layout``, computed on the rows net ``name`` reads.
+def call_on_rows(net: keras.Model, inputs: Any, reads: str, layout: Layout | None) -> Any:
+    """``net``'s logits on a batch of ``layout``, computed on the rows its risk ``reads``.
 
-    Rows it does not read hold 0. Without a layout (or for a net that reads
-    both sources), ``net(inputs)``.
+    ``reads``: ``"pu"``, ``"e"`` or ``"pue"`` (``Candidate.reads``). Rows it does
+    not read hold 0. Without a layout (or for a net that reads both sources),
+    ``net(inputs)``.
     """
-    side = READS.get(name)
+    side = reads if reads in ("pu", "e") else None
     if layout is None or side is None:
         return net(inputs)
     start, stop = (0, layout.pu) if side == "pu" else (layout.pu, layout.pu + layout.e)

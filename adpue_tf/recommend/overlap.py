@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from adpue_tf.recommend.names import THETA_FLOOR
+from adpue_tf.recommend.candidates import THETA_FLOOR
 
 __all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning",
            "unexposed_positives_warning", "warn_overlap"]

@@ -11,7 +11,7 @@ import dataclasses
 
 import keras
 
-from adpue_tf.recommend.names import DERIVED, PREFERRED
+from adpue_tf.recommend.candidates import DERIVED, PREFERRED
 from adpue_tf.recommend.overlap import LOW_EXPOSURE
 from adpue_tf.recommend.rule import MIN_POSITIVES, reference
 from adpue_tf.recommend.select import NET_TOLERANCE

@@ -1,7 +1,7 @@
 """Compiled models kept for the next pass: :func:`compiled`.
 
 Tracing a Keras training step costs about a second (compiling it with XLA,
-several). The joint model of a pass (:mod:`adpue_tf.recommend.joint`) and
+several). The joint model of a pass (:mod:`adpue_tf.recommend.stage`) and
 the model of a candidate trained alone are kept, per ``build_net`` code
 (:func:`owner`; TensorFlow never frees a compiled model's steps), for the next
 pass of the same nets, losses, optimizer and steps. Its own nets (the *live*

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
-from adpue_tf.recommend.names import COMPOSITE_PARTS, PREDICTS_WITH_THETA, PREFERRED
+from adpue_tf.recommend.candidates import PREFERRED, TABLE, composite_parts
 
 __all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
 
@@ -138,15 +138,20 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
     if not nll:
         return kept or reference(scores, (), rank)
     close = [n for n in scores if scores[n] - scores[best] <= tolerance * gap_se[n]
-             and (n == best or n not in PREDICTS_WITH_THETA)]
+             and (n == best or not _with_theta(n))]
     challenger = min(close, key=lambda n: (nll[n], rank.index(n)))
     if kept is not None and challenger != kept:
-        if challenger in PREDICTS_WITH_THETA:  # its NLL under θ̂: how well it fits W, not p
+        if _with_theta(challenger):  # its NLL under θ̂: how well it fits W, not p
             return kept
         se = (nll_se or {}).get(challenger)
         if se is None or nll[kept] - nll[challenger] <= tolerance * se:
             return kept
     return challenger
+
+
+def _with_theta(name: str) -> bool:
+    """Whether candidate ``name`` predicts with fit_pue's ``θ̂`` (``Candidate.predicts_with_theta``)."""
+    return name in TABLE and TABLE[name].predicts_with_theta
 
 
 def overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
@@ -164,10 +169,5 @@ def overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
     """
     if PREFERRED not in names or positives >= MIN_POSITIVES:
         return ()
-    needed, todo = set(), [PREFERRED]
-    while todo:
-        name = todo.pop()
-        if name not in needed:
-            needed.add(name)
-            todo += COMPOSITE_PARTS.get(name, ())
+    needed = composite_parts(PREFERRED)
     return tuple(n for n in names if n not in needed)

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from adpue_tf.recommend.candidates import Stage
+from adpue_tf.recommend.candidates import PREFERRED, TABLE
 from adpue_tf.recommend.folds import Pooled
-from adpue_tf.recommend.names import DERIVED, NOT_AVERAGED, PREFERRED
 from adpue_tf.recommend.rule import choose, reference
+from adpue_tf.recommend.stage import Stage
 
 __all__ = ["NET_TOLERANCE", "Selection", "pick_net", "select"]
 
@@ -85,7 +85,7 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
     pooled = Pooled(stages)
     scores = {n: pooled.brier(n) for n in trained}
     _drop_unscored(scores, trained, failed)
-    singles = sorted((scores[n], n) for n in trained if n not in NOT_AVERAGED)
+    singles = sorted((scores[n], n) for n in trained if TABLE[n].averaged)
     if "average" in names and len(singles) >= 2:
         pair = (singles[0][1], singles[1][1])
         for st in stages:
@@ -98,7 +98,8 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
         raise ValueError("Every candidate diverged: " + "; ".join(
             dict.fromkeys(v for n, v in failed.items() if n != "theta"))
             + ". Lower `learning_rate`." + (f" {hint}" if hint else ""))
-    best = reference(scores, DERIVED, names)
+    derived = [n for n in names if TABLE[n].derived]
+    best = reference(scores, derived, names)
     theta_ok = "theta" not in failed
     if theta_ok and not all(np.all(np.isfinite(z)) for z in pooled.logits("theta")):
         # θ̂ trained, but its outputs on held-out rows blew up (features far out of
@@ -110,7 +111,7 @@ def select(stages: list[Stage], names: tuple[str, ...], skipped: tuple[str, ...]
     nll_se = ({n: pooled.nll_paired_se(n, PREFERRED) for n in trained}
               if theta_ok and PREFERRED in trained else {})
     choice = choose(scores, gap_se, nll, tolerance, order=names, prefer=PREFERRED,
-                    nll_se=nll_se, derived=DERIVED, positives=positives)
+                    nll_se=nll_se, derived=derived, positives=positives)
     kept = {n: int(np.median([st.best_epoch[n] for st in stages]))
             for n in stages[0].best_epoch if all(n in st.best_epoch for st in stages)}
     return Selection(choice=choice, trained=trained, scores=scores, nll=nll, gap_se=gap_se,

@@ -10,7 +10,7 @@ import pytest
 
 import adpue_tf as adp
 from adpue_tf.recommend import PREDICTS_WITH_THETA, choose
-from adpue_tf.recommend.names import BLEND_PARTS, PREFERRED
+from adpue_tf.recommend.candidates import BLEND_PARTS, PREFERRED
 from adpue_tf.recommend.rule import MIN_POSITIVES
 
 BRIER = {"bce_w": -0.20, "ratio": -0.259, "likelihood": -0.260, "average": -0.261}
@@ -256,13 +256,13 @@ def test_skipping_the_overruled_candidates_gives_the_same_model():
 
 
 def test_if_the_blend_fails_the_skipped_candidates_are_trained_and_the_rule_chooses(monkeypatch):
-    from adpue_tf.recommend.candidates import Failed, Stage
+    from adpue_tf.recommend.candidates import TABLE, Candidate
+    from adpue_tf.recommend.stage import Failed
 
-    def diverged(self):
+    def diverged(stage):
         raise Failed("brier diverged in epoch 1 (no finite held-out score)")
 
-    monkeypatch.setattr(Stage, "_train_brier", diverged)
-    monkeypatch.setattr("adpue_tf.recommend.joint.TOGETHER", ("theta", "bce_w", "exposed_pu"))
+    monkeypatch.setitem(TABLE, "brier", Candidate(own=diverged, default=True))
     fit = _few_positives(refit=False)
     assert fit.rows["w_held_out"] < MIN_POSITIVES and fit.skipped == ()
     assert "brier" in fit.failed and "blend" in fit.failed

@@ -100,15 +100,15 @@ def test_a_mapping_of_one_net_is_that_net_with_every_option():
 
 def test_the_nets_train_together_in_one_pass(monkeypatch):
     """The nets of every net that train jointly (θ̂, bce_w, brier; then likelihood) share a pass."""
-    from adpue_tf.recommend import joint
+    from adpue_tf.recommend import stage
     passes = []
-    real = joint.train_together
+    real = stage._pass
 
-    def spy(stages, names, *rest):
-        passes.append((len(stages), tuple(names)))
-        return real(stages, names, *rest)
+    def spy(stages, jobs, spec):
+        passes.append((len(stages), tuple(dict.fromkeys(n for _, n in jobs))))
+        return real(stages, jobs, spec)
 
-    monkeypatch.setattr(joint, "train_together", spy)
+    monkeypatch.setattr(stage, "_pass", spy)
     adp.fit_pue({"a": _linear(0.0), "b": _linear(0.1)}, S.x_pu, S.w_pu, S.x_e, S.e_e,
                 **OPTIONS)
     # selection: two passes over both nets' stages; the refit: the winner's alone
@@ -133,7 +133,7 @@ def test_a_net_whose_every_candidate_diverges_is_named():
 def test_the_nets_the_checks_build_are_trained(monkeypatch, mapping):
     """The checks' two calls of each build_net give θ̂'s and bce_w's nets: two builds fewer, the same fit."""
     from adpue_tf._internal.seeding import seed_net
-    from adpue_tf.recommend.candidates import Stage
+    from adpue_tf.recommend.stage import Stage
     calls = []
 
     def counted(l2):

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf.data import pue_dataset
-from adpue_tf.recommend import candidates, full_batch, joint, train
+from adpue_tf.recommend import full_batch, stage, train
 
 
 def _rows_of(x, y) -> np.ndarray:
@@ -96,8 +96,7 @@ def test_under_a_distribution_strategy_kerass_function_stays():
 
 def _small_fit(monkeypatch, full: bool, jit: bool, names):
     if not full:  # the pipeline's shuffled batches, as for data larger than a batch
-        monkeypatch.setattr(candidates, "fits", lambda rows, batch: False)
-        monkeypatch.setattr(joint, "fits", lambda rows, batch: False)
+        monkeypatch.setattr(stage, "fits", lambda rows, batch: False)
     s = adp.synthetic.synthetic_pue(150, 150, seed=2)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=60, verbose=0,
@@ -189,7 +188,9 @@ def test_held_out_logits_are_those_of_each_returned_model():
     """Stage.held (kept from the scoring of the best epoch, or a composite's head on its
     nets' outputs) equals each trained model's own logits on the held-out rows, bit for bit."""
     from adpue_tf.data.rows import as_rows
-    from adpue_tf.recommend.candidates import CANDIDATES, Settings, Stage
+    from adpue_tf.recommend.candidates import CANDIDATES
+    from adpue_tf.recommend.stage import Stage
+    from adpue_tf.recommend.train import Settings
 
     s = adp.synthetic.synthetic_pue(300, 300, seed=4)
     pu, ex = as_rows("x_pu", s.x_pu, "w", s.w_pu), as_rows("x_e", s.x_e, "e", s.e_e)
@@ -213,7 +214,8 @@ def test_a_composite_is_scored_by_its_head_and_its_model_built_only_when_asked_f
     """Stage.trains trains and scores composites without building their Keras models;
     Stage.get builds the one asked for, whose logits are the held-out ones its score read."""
     from adpue_tf.data.rows import as_rows
-    from adpue_tf.recommend.candidates import Settings, Stage
+    from adpue_tf.recommend.stage import Stage
+    from adpue_tf.recommend.train import Settings
 
     s = adp.synthetic.synthetic_pue(300, 300, seed=5)
     pu, ex = as_rows("x_pu", s.x_pu, "w", s.w_pu), as_rows("x_e", s.x_e, "e", s.e_e)
@@ -246,13 +248,13 @@ def test_rows_every_net_of_a_pass_holds_out_are_left_out_of_its_batch(monkeypatc
     """One split: the held-out rows (no net of the pass trains on them) are not in the
     batch; with folds each row trains some fold's nets, so every row is."""
     seen = []
-    real = joint._batches
+    real = stage._batches
 
     def spy(pu, e, pu_fold, e_fold, theta_pu, **kw):
         seen.append((len(pu), len(e), set(pu_fold.tolist()) | set(e_fold.tolist()), kw["full"]))
         return real(pu, e, pu_fold, e_fold, theta_pu, **kw)
 
-    monkeypatch.setattr(joint, "_batches", spy)
+    monkeypatch.setattr(stage, "_batches", spy)
     s = adp.synthetic.synthetic_pue(150, 100, seed=2)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=1, min_steps=10, verbose=0,

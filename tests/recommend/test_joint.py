@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from adpue_tf import risks
 from adpue_tf.labels import pack_e, pack_pu
-from adpue_tf.recommend import joint
+from adpue_tf.recommend import stage
 
 #: (stage, net) of the pass; stage s holds out fold s.
 JOBS = [(0, "theta"), (0, "bce_w"), (1, "brier"), (1, "exposed_pu"), (0, "likelihood"),
@@ -60,7 +60,7 @@ def _reference(y: np.ndarray, z: np.ndarray) -> float:
 
 
 def _objective(y: np.ndarray, z: np.ndarray, mode: str) -> float:
-    loss = joint._Joint(JOBS, folds=[0, 1])
+    loss = stage._Joint(JOBS, folds=[0, 1])
     if mode == "eager":
         return float(loss(tf.constant(y), tf.constant(z)))
     fn = tf.function(loss, jit_compile=mode == "xla")
@@ -79,7 +79,7 @@ def test_the_gradient_reaches_only_the_kept_rows():
     y, z = _batch(seed=1)
     zt = tf.Variable(z)
     with tf.GradientTape() as tape:
-        value = joint._Joint(JOBS, folds=[0, 1])(tf.constant(y), zt)
+        value = stage._Joint(JOBS, folds=[0, 1])(tf.constant(y), zt)
     grad = tape.gradient(value, zt).numpy()
     for j, (s, _) in enumerate(JOBS):
         held = y[:, -1] == s
@@ -90,7 +90,7 @@ def test_the_gradient_reaches_only_the_kept_rows():
 def test_the_pass_keeps_the_batchs_static_shape():
     """No row is cut out: the traced objective has no dynamic-size op (XLA compiles less)."""
     y, z = _batch()
-    fn = tf.function(joint._Joint(JOBS, folds=[0, 1]))
+    fn = tf.function(stage._Joint(JOBS, folds=[0, 1]))
     graph = fn.get_concrete_function(tf.constant(y), tf.constant(z)).graph
     dynamic = {op.type for op in graph.get_operations()} & {"Where", "GatherV2"}
     assert not dynamic, dynamic

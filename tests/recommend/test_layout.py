@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf.labels import Source
-from adpue_tf.recommend import joint, layout
+from adpue_tf.recommend import layout, stage
 from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
 
 
@@ -17,8 +17,8 @@ def _net() -> keras.Model:
                              keras.layers.Dense(1)])
 
 
-@pytest.mark.parametrize("name, rows", [("theta", slice(3, 5)), ("bce_w", slice(0, 3)),
-                                        ("brier", slice(0, 5))])
+@pytest.mark.parametrize("name, rows", [("e", slice(3, 5)), ("pu", slice(0, 3)),
+                                        ("pue", slice(0, 5))])
 def test_each_net_runs_on_its_rows_and_the_others_hold_zero(name, rows):
     net = _net()
     inputs = keras.Input((3,))
@@ -49,7 +49,7 @@ def test_feature_dicts_are_cut_key_by_key():
     hot = keras.layers.StringLookup(vocabulary=["u", "v"], output_mode="one_hot")(ins["c"])
     net = keras.Model(ins, keras.layers.Dense(1)(keras.layers.Concatenate()([ins["a"], emb, hot])))
     fresh = inputs()
-    model = keras.Model(fresh, call_on_rows(net, fresh, "theta", Layout(1, 2)))
+    model = keras.Model(fresh, call_on_rows(net, fresh, "e", Layout(1, 2)))
     x = {"a": np.arange(6, dtype=np.float32).reshape(3, 2), "b": np.array([0, 3, 1]),
          "c": np.array(["u", "v", "u"])}
     out = np.asarray(model(x))
@@ -92,9 +92,9 @@ def test_layouts_of_shuffled_batches_and_none_under_a_strategy():
 
 def _fit(monkeypatch, cut: bool, full: bool = False, **options):
     if not full:  # the pipeline's shuffled batches, as for data larger than a batch
-        monkeypatch.setattr(joint, "fits", lambda rows, batch: False)
+        monkeypatch.setattr(stage, "fits", lambda rows, batch: False)
     if not cut:
-        monkeypatch.setattr(joint, "batch_layout", lambda *a, **k: None)
+        monkeypatch.setattr(stage, "batch_layout", lambda *a, **k: None)
     used = []
     real = layout.call_on_rows
 
@@ -102,7 +102,7 @@ def _fit(monkeypatch, cut: bool, full: bool = False, **options):
         used.append((name, shape))
         return real(net, inputs, name, shape)
 
-    monkeypatch.setattr(joint, "call_on_rows", spy)
+    monkeypatch.setattr(stage, "call_on_rows", spy)
     s = adp.synthetic.synthetic_pue(150, 100, seed=2)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, "tanh"),  # noqa: E731
                                     keras.layers.Dense(1)])
@@ -119,8 +119,8 @@ def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypa
     """Rows a risk weighs 0 add exact zeros: only float rounding differs (folds, XLA too)."""
     cut, s, used = _fit(monkeypatch, cut=True, **options)
     every, _, unused = _fit(monkeypatch, cut=False, **options)
-    assert ("theta", None) in unused and all(shape is None for _, shape in unused)
-    assert {n for n, shape in used if shape is not None} >= {"theta", "bce_w", "brier"}
+    assert ("e", None) in unused and all(shape is None for _, shape in unused)
+    assert {n for n, shape in used if shape is not None} >= {"e", "pu", "pue"}
     assert cut.choice == every.choice and cut.epochs == every.epochs
     for name, score in every.scores.items():
         assert cut.scores[name] == pytest.approx(score, rel=1e-5, abs=1e-7), name

@@ -9,7 +9,8 @@ import tensorflow as tf
 
 import adpue_tf as adp
 from adpue_tf.recommend import ThetaFeature
-from adpue_tf.recommend.candidates import THETA_FEATURE_NET
+
+THETA_FEATURE_NET = "likelihood_theta/net"  # its net, as the stage files it
 
 from serialization import assert_round_trip
 
@@ -101,7 +102,8 @@ def test_theta_is_not_trained_by_it_and_the_model_exports():
 
 def test_theta_net_weights_unchanged_by_training_the_candidate():
     from adpue_tf.data.rows import as_rows
-    from adpue_tf.recommend.candidates import Settings, Stage
+    from adpue_tf.recommend.stage import Stage
+    from adpue_tf.recommend.train import Settings
 
     x_pu, w, x_e, e, _, _ = _id_data(1, 1200)
     settings = Settings(epochs=2, batch_size=128, min_steps=8, rounds=1, seed=0,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import adpue_tf as adp
-from adpue_tf.recommend.candidates import net_seed
+from adpue_tf.recommend.candidates import CANDIDATES, net_seed
 
 FAST = dict(epochs=1, min_steps=4, batch_size=128, verbose=0)
 SOME = ["bce_w", "brier", "likelihood", "blend"]
@@ -65,7 +65,16 @@ def test_distinct_names_renames_only_repeats():
 
 # -- seeds of any size --------------------------------------------------------------------
 def test_net_seed_takes_any_seed_and_keeps_small_ones():
-    assert net_seed(0, "theta", 0) == 0 and net_seed(3, "bce_w", 1) == 3 * 1009 + 1 + 7919
+    """``1009·seed + h(name) + 7919·fold`` modulo 2**32, ``h`` 32 bits of BLAKE2b of the name."""
+    import hashlib
+
+    def h(name):
+        return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "little")
+
+    assert net_seed(0, "theta", 0) == h("theta")
+    assert net_seed(3, "bce_w", 1) == (3 * 1009 + h("bce_w") + 7919) % 2**32
+    # from the name, not a position: every net of a stage has its own seed
+    assert len({net_seed(0, n, 0) for n in ("theta", *CANDIDATES)}) == len(CANDIDATES) + 1
     for seed in (20240601, 2**32 - 1, 2**40, 2**63 + 5):
         assert 0 <= net_seed(seed, "blend", 2) < 2**32
     seeds = [net_seed(s, "bce_w", 0) for s in range(4_000_000, 4_400_000, 997)]
