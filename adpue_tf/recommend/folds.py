@@ -22,9 +22,9 @@ import numpy as np
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf.data.rows import split_indices
 from adpue_tf.recommend.compose import ProbabilityMean, compose
-from adpue_tf.recommend.held_out import log_loss
 from adpue_tf.recommend.overlap import low_exposure_share
 from adpue_tf.recommend.stage import Stage
+from adpue_tf.recommend.train import log_loss
 from adpue_tf.validation.scores import brier_unchecked, nll_unchecked
 
 __all__ = ["Pooled", "assign_folds", "fold_average", "split_folds"]

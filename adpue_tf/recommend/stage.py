@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
@@ -49,21 +50,28 @@ from adpue_tf.labels import pack_e, pack_pu
 from adpue_tf.recommend.candidates import TABLE, THETA, Own, composite_parts, net_seed
 from adpue_tf.recommend.compose import compose, distinct_names, inputs_like
 from adpue_tf.recommend.full_batch import fit, fits, install_loop, uninstall_loop, whole, whole_pue
-from adpue_tf.recommend.held_out import PU, E, Heads, HeldOut, brier_scorer, log_loss_scorer
 from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
 from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
     Settings,
     StopWhenStale,
+    as_logits,
     compile_for_fit,
+    finite_logits,
+    log_loss,
     logits,
+    outputs,
     pu_batches,
     steps_per_epoch,
+    usable_score,
 )
 from adpue_tf.validation.scores import brier_unchecked
 
-__all__ = ["Failed", "Stage", "train", "train_all"]
+__all__ = ["Failed", "Heads", "Stage", "train", "train_all"]
+
+#: A stage's heads: name -> (the nets it reads, head: their logits by name -> its logit).
+Heads = dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]
 
 
 #: The name a joint pass's shuffles are seeded by (not its first net's: a new entry of
@@ -112,7 +120,8 @@ class Stage:
         #: name -> (the nets it reads, head: their logits -> its logit)
         self.heads: Heads = {}
         self._theta_pu: np.ndarray | None = None
-        self._held = None if held_out is None else HeldOut(held_out, self.get, self.heads)
+        #: outputs ``(n, 1)`` of each model on the held-out PU and E rows (computed once)
+        self._held: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def get(self, name: str) -> keras.Model:
         """The trained model of ``name`` (a candidate or ``"theta"``), training it if needed.
@@ -207,20 +216,52 @@ class Stage:
         return net_seed(self.cfg.seed, name, self.fold)
 
     def monitor(self, name: str) -> Callable[[keras.Model], float]:
-        """The held-out score ``name``'s net keeps its best epoch by (lower is better)."""
-        if self._held is None:
-            raise RuntimeError("This stage has no held-out rows.")
-        pu, e = self._held.rows
-        entry = TABLE[name]
-        scorer = (brier_scorer(pu, e) if entry.epochs_by == "brier" else
-                  log_loss_scorer(e, E) if entry.reads == "e" else log_loss_scorer(pu, PU))
-        return self._held.watch(name, scorer)
+        """The held-out score ``name``'s net keeps its best epoch by (lower is better).
+
+        ``Candidate.epochs_by``: the exposure Brier score, or the log-loss of
+        the labels its risk reads (``θ̂``: ``E``; ``bce_w``: ``W``); inf when
+        the logits blew up (:func:`adpue_tf.recommend.train.finite_logits`).
+        """
+        pu, e = self._held_rows()
+        if TABLE[name].epochs_by == "brier":
+            def brier(model: keras.Model) -> float:
+                z_pu, z_e = logits(model, pu.x), logits(model, e.x)
+                if not finite_logits(z_pu, z_e):
+                    return math.inf
+                return brier_unchecked(pu.y, sigmoid(z_pu), e.y, sigmoid(z_e))
+            return brier
+        rows = e if TABLE[name].reads == "e" else pu
+        return lambda model: usable_score(log_loss, rows.y, logits(model, rows.x))
 
     def held(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Logits of model ``name`` on the held-out PU and E rows (cached; ``held_out.py``)."""
-        if self._held is None:
+        """Logits of ``name`` (trained if needed) on the held-out PU and E rows, float64.
+
+        A net's are its model's; a composite's are its head on its nets'
+        outputs, which is what its model computes, without building it.
+        """
+        pu_out, e_out = self._outputs(name)
+        return as_logits(pu_out), as_logits(e_out)
+
+    def _outputs(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        if name not in self._held:
+            rows = self._held_rows()
+            self.train(name)
+            nets, head = self.heads[name]
+            if nets == (name,):
+                self._held[name] = (outputs(self.models[name], rows[0].x),
+                                    outputs(self.models[name], rows[1].x))
+            else:
+                parts = {n: self._outputs(n) for n in nets}
+                self._held[name] = tuple(  # type: ignore[assignment]
+                    np.asarray(keras.ops.convert_to_numpy(head(
+                        {n: keras.ops.convert_to_tensor(out[i]) for n, out in parts.items()})))
+                    for i in (0, 1))
+        return self._held[name]
+
+    def _held_rows(self) -> tuple[Rows, Rows]:
+        if self.held_out is None:
             raise RuntimeError("This stage has no held-out rows.")
-        return self._held.logits(name)
+        return self.held_out
 
     def theta_column(self) -> np.ndarray:
         """``θ̂`` on this stage's PU rows, float32 ``(n, 1)``: a label column (computed once)."""
@@ -229,8 +270,7 @@ class Stage:
         return self._theta_pu
 
     def _brier(self, name: str) -> float:
-        assert self.held_out is not None
-        (pu, e), (z_pu, z_e) = self.held_out, self.held(name)
+        (pu, e), (z_pu, z_e) = self._held_rows(), self.held(name)
         return brier_unchecked(pu.y, sigmoid(z_pu), e.y, sigmoid(z_e))
 
     def _composite(self, name: str, parts: tuple[str, ...],

@@ -31,7 +31,7 @@ from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.data._streams import gathered_batches
 
 __all__ = ["HeldOutScore", "Settings", "StopWhenStale", "as_logits", "compile_for_fit",
-           "finite_logits", "logits", "outputs", "pu_batches", "steps_per_epoch", "usable_score"]
+           "finite_logits", "log_loss", "logits", "outputs", "pu_batches", "steps_per_epoch", "usable_score"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +97,11 @@ def logits(model: keras.Model, x: Any) -> np.ndarray:
 def as_logits(out: np.ndarray) -> np.ndarray:
     """A one-logit model's :func:`outputs` as float64 logits ``(n,)``."""
     return np.reshape(out, (-1,)).astype(np.float64)
+
+
+def log_loss(y: np.ndarray, z: np.ndarray) -> float:
+    """Mean cross-entropy of 0/1 labels ``y`` under logits ``z``."""
+    return float(np.mean(np.logaddexp(0.0, z) - y * z))
 
 
 def finite_logits(*zs: np.ndarray) -> bool:
