@@ -293,3 +293,25 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_grid(tmp_path):
     assert ("**met**" in summary) or ("not met" in summary)
     with pytest.raises(SystemExit):
         ad_family.main(["--logs", "nowhere", "--out", str(out)])
+
+
+def test_the_snips_constant_reads_exposure_rows_theta_was_not_trained_on(monkeypatch):
+    """On its own training rows θ̂ is over-confident (mean E/θ̂ below 1): the denominator skips them."""
+    from benchmarks import ad_family
+
+    seen = {}
+    real = ad_family.snips_mean
+
+    def spy(w, theta_pu, e, theta_e, **kw):
+        seen.update(n_pu=len(w), n_e=len(e), n_theta_e=len(theta_e))
+        return real(w, theta_pu, e, theta_e, **kw)
+
+    monkeypatch.setattr(ad_family, "snips_mean", spy)
+    log = ad_family.ad_log_family()["rare_0"]
+    record = ad_family.run_one(log, 0, rows=1000, test_rows=200, epochs=1, batch_size=256,
+                               methods=("const_snips",))
+    d = ad_family.draw(log, 0, 1000, 200)
+    assert seen == {"n_pu": len(d.w), "n_e": len(d.e) - d.n_e_train,
+                    "n_theta_e": len(d.e) - d.n_e_train}
+    assert 0 < d.n_e_train < len(d.e)
+    assert 0.0 < record["methods"]["const_snips"]["mean_pred"] < 1.0
