@@ -206,10 +206,25 @@ def test_saved_and_loaded(tmp_path):
                                rtol=1e-6)
 
 
-def test_fit_pue_names_the_backend():
-    s = adp.synthetic.synthetic_pue(100, 100, seed=0)
-    with pytest.raises(RuntimeError, match=f"TensorFlow backend only.*'{BACKEND}'"):
-        adp.fit_pue(backend_scenario.net, s.x_pu, s.w_pu, s.x_e, s.e_e)
+def test_fit_pue_recovers_p_on_this_backend():
+    """fit_pue on this backend: its candidates train, its choice beats BCE on W against the truth.
+
+    The backends' random streams differ (initial weights, shuffles), so the
+    same seed gives another model than on TensorFlow; its quality is measured
+    (TensorFlow, same data and call: MAE 0.249 against 0.321 for ``bce_w``).
+    """
+    s = adp.synthetic.synthetic_pue(2000, 2000, dim=4, seed=0)
+    fit = adp.fit_pue(lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]),
+                      s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=4, batch_size=512, min_steps=100,
+                      verbose=0, candidates=["bce_w", "brier", "likelihood", "ratio", "blend"])
+    assert set(fit.scores) == {"bce_w", "brier", "likelihood", "ratio", "blend"} and not fit.failed
+
+    def mae(model):
+        z = np.asarray(keras.ops.convert_to_numpy(model.predict(s.x_pu, verbose=0))).ravel()
+        return float(np.mean(np.abs(1 / (1 + np.exp(-z)) - s.p_y_pu)))
+
+    assert mae(fit.model) < mae(fit.candidates["bce_w"]) - 0.02
+    assert mae(fit.model) < 0.30
 
 
 def test_served_by_tensorflow_as_trained(tmp_path):

@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - a Keras without it
         return False
 
 __all__ = ["BACKEND", "TENSORFLOW", "accelerated", "can_assert", "concrete", "is_traced",
-           "jax_assertion", "jax_jit", "raise_first", "recorded_error", "require_tensorflow"]
+           "jax_assertion", "jax_jit", "raise_first", "recorded_error"]
 
 #: The error the last failing JAX assertion raised (its callback may run on another thread).
 _RECORDED: list[Exception] = []
@@ -77,19 +77,6 @@ def accelerated() -> bool:
 def jax_jit(function: Callable[..., Any]) -> Callable[..., Any]:
     """``jax.jit(function)`` (JAX only), its arguments not donated."""
     return jax.jit(function)
-
-
-def require_tensorflow(what: str, instead: str) -> None:
-    """Raise a ``RuntimeError`` naming the backend when Keras does not run on TensorFlow.
-
-    Args:
-        what: the feature that needs TensorFlow, e.g. ``"fit_pue"``.
-        instead: what to use on this backend.
-    """
-    if not TENSORFLOW:
-        raise RuntimeError(
-            f"{what} runs on Keras's TensorFlow backend only; this process runs Keras on "
-            f"{BACKEND!r} (KERAS_BACKEND={BACKEND}). {instead} See docs/guide/backends.md.")
 
 
 def is_traced(x: Any) -> bool:

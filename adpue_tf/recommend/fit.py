@@ -37,7 +37,6 @@ else:  # Python 3.10: TensorFlow installs typing_extensions
 import keras
 import numpy as np
 
-from adpue_tf._internal.backend import require_tensorflow
 from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.tracing import quiet_retracing
@@ -209,7 +208,6 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
 
     Raises:
         TypeError, ValueError: on bad input or an unknown option, naming it.
-        RuntimeError: when Keras runs on another backend than TensorFlow.
 
     Example:
         >>> import keras, adpue_tf as adp
@@ -220,9 +218,6 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         >>> sorted(fit.scores), fit.model.output_shape
         (['bce_w', 'brier'], (None, 1))
     """
-    require_tensorflow("fit_pue", "On this backend train one estimator yourself: "
-                       "adp.DebiasedModel with adp.RefreshDagger and BestRound, or a Keras "
-                       "model compiled with one of the losses.")
     _check_options(options)
     candidates = options.get("candidates")
     learning_rate, min_steps = options.get("learning_rate", 1e-2), options.get("min_steps", 500)

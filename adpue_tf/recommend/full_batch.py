@@ -26,6 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf.data._streams import stream_features
 from adpue_tf.labels import pack_e, pack_pu
 
@@ -78,8 +79,8 @@ def install_loop(model: keras.Model) -> None:
     function stays (it runs the step per replica). :func:`uninstall_loop`
     gives Keras's back.
     """
-    if tf.distribute.has_strategy():
-        return
+    if not TENSORFLOW or tf.distribute.has_strategy():
+        return  # Keras's own train function: each call takes the same batch
     steps = int(model.steps_per_execution)
 
     def run(data: Any) -> Any:

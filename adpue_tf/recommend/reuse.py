@@ -34,6 +34,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import TENSORFLOW
+
 __all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "kept_for",
            "owner", "probe_rows", "signature", "unnamed"]
 
@@ -280,7 +282,7 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
                 if None not in sigs and small and keep else None)
     except TypeError:  # build_net takes no weak reference
         kept = None
-    if kept is None:
+    if kept is None or not TENSORFLOW:  # its traced copies are TensorFlow's
         return Compiled(build(fresh), fresh)
     full = (key, sigs)
     entry = kept.pop(full, None)  # checked out until give()

@@ -41,6 +41,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import BACKEND
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.seeding import seed_net
@@ -383,10 +384,13 @@ def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> 
         model, loss = spec.build(list(nets))
         # One call of the training function per epoch (the small nets of tabular
         # data spend most of a step in Python dispatch otherwise).
-        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss, steps_per_execution=steps,
-                        jit_compile=cfg.jit_compile)
+        # JAX runs a step op by op unless it is jitted (its own default): always jitted
+        # there; PyTorch runs one step a call (Keras refuses more)
+        compile_for_fit(model, optimizer=cfg.optimizer(), loss=loss,
+                        steps_per_execution=1 if BACKEND == "torch" else steps,
+                        jit_compile=cfg.jit_compile or BACKEND == "jax")
         if full:
-            install_loop(model)
+            install_loop(model)  # TensorFlow: an epoch's steps in one traced loop
         return model
 
     builders = [stages[s].build_net for s, _ in jobs]
@@ -410,7 +414,7 @@ def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> 
     try:
         fit(model, spec.data(steps, full), epochs=epochs, steps=steps,
             callbacks=[*spec.callbacks, *watches, StopWhenStale(scored, cfg.patience)])
-    except tf.errors.InvalidArgumentError as err:
+    except Exception as err:  # the guard's error: TensorFlow's, or JAX's runtime error
         if DIVERGED not in str(err):
             raise
         diverged = True
@@ -525,8 +529,9 @@ class _Joint:
         self.jobs, self.folds = list(jobs), list(folds)
 
     def __call__(self, y_true: Any, y_pred: Any) -> Any:
-        y_true = tf.cast(y_true, tf.float32)
-        y_pred = tf.cast(y_pred, tf.float32)
+        ops = keras.ops
+        y_true = ops.cast(y_true, "float32")
+        y_pred = ops.cast(y_pred, "float32")
         total = 0.0
         # A fold's rows are weighted 0 (not cut out: a mask of every row keeps the
         # batch's static shape, so XLA compiles no dynamic-size gather), once for all
@@ -536,15 +541,15 @@ class _Joint:
         rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
         # One split (its gradient one concat), not a slice a net (each slice's gradient
         # a full-width pad, all summed).
-        columns = tf.split(y_pred, len(self.jobs), axis=1)
+        columns = ops.split(y_pred, len(self.jobs), axis=1)
         for j, (s, name) in enumerate(self.jobs):
             column = TABLE[name].theta_column
             key = (self.folds[s], s if column else None)
             if key not in rows:
-                keep = tf.cast(tf.not_equal(y_true[:, -1], float(self.folds[s])), tf.float32)
+                keep = ops.cast(ops.not_equal(y_true[:, -1], float(self.folds[s])), "float32")
                 y = y_true[:, :3]
                 if column:
-                    y = tf.concat([y, y_true[:, 3 + s:4 + s]], axis=1)
+                    y = ops.concatenate([y, y_true[:, 3 + s:4 + s]], axis=1)
                 rows[key] = (y, keep)
             y, keep = rows[key]
             risk = TABLE[name].risk

@@ -26,6 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf._internal.guards import MAX_LOGIT
 from adpue_tf._internal.tracing import build_optimizer
 from adpue_tf.data._streams import gathered_batches
@@ -59,7 +60,7 @@ def _forward(model: keras.Model, rows: int) -> Callable[[Any], Any]:
     traced forward pass (one per model, kept with it) is about 4x faster than
     eager calls, and on small ones its tracing would cost more than it saves.
     """
-    if rows < _SCORE_BATCH:
+    if rows < _SCORE_BATCH or not TENSORFLOW:
         return lambda x: model(x, training=False)
     fn = _TRACED.get(model)
     if fn is None:
