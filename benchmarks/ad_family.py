@@ -81,8 +81,9 @@ def snips_mean(w: np.ndarray, theta_pu: np.ndarray, e: np.ndarray, theta_e: np.n
 
     ``Σ_PU (W/θ̂) / n_PU`` divided by ``Σ_E (E/θ̂) / n_E``, with ``θ̂`` clipped
     to ``[clip, 1]``, both over rows ``θ̂`` was not trained on (on its own
-    training rows ``θ̂`` is over-confident and the denominator falls below 1). Both means estimate the same kind of quantity under the
-    same clipping: the numerator ``E[p·θ/θ̂]``, the denominator ``E[θ/θ̂]``
+    training rows ``θ̂`` is over-confident and the denominator falls below
+    1). Both means estimate the same kind of quantity under the same
+    clipping: the numerator ``E[p·θ/θ̂]``, the denominator ``E[θ/θ̂]``
     (1 when ``θ̂ = θ``); their ratio cancels much of the bias the clip causes
     where ``θ < clip``. (Dividing by the PU rows' mean of ``1/θ̂`` instead
     would estimate ``E[p]/E[1/θ]``, not ``E[p]``.)
