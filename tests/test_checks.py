@@ -123,3 +123,17 @@ def test_a_diverging_step_is_recognised_in_both_modes(mode):
     assert adp.losses.is_divergence(info.value)
     assert isinstance(info.value, adp.losses.DivergedError) == (mode == "eager")
     assert not adp.losses.is_divergence(ValueError("`x` must be an int"))
+
+
+def test_finite_specs_names_a_key_in_backticks_and_a_phrase_as_it_is():
+    """A feature's key reads `x`; a phrase that holds its own backticks is not wrapped again."""
+    import tensorflow as tf
+
+    from adpue_tf._internal.guards import finite_specs
+
+    bad = tf.constant([[1.0], [float("nan")]])
+    with pytest.raises(ValueError, match=r"^stop: the output of `net` holds 1 NaN or infinite"):
+        finite_specs({"the output of `net`": bad}, "stop:")
+    with pytest.raises(ValueError, match=r"^stop: `x` holds 1 NaN or infinite"):
+        finite_specs({"x": bad}, "stop:")
+    assert finite_specs({"x": tf.constant([1.0])}, "stop:") == []

@@ -306,16 +306,17 @@ def finite_specs(tensors: dict[str, Any], message: str) -> list[Check]:
     for name, t in tensors.items():
         if t is None or not _is_floating(t):
             continue
+        what = name if " " in name else f"`{name}`"  # a feature's key, or a phrase
         arr = concrete(t) if not TENSORFLOW else (
             t.numpy() if tf.executing_eagerly() and hasattr(t, "numpy") else None)
         if arr is not None:
             bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
             if bad:
-                raise ValueError(f"{message} `{name}` holds {bad} NaN or infinite value(s).")
+                raise ValueError(f"{message} {what} holds {bad} NaN or infinite value(s).")
             continue
         checks.append((tf.reduce_all(tf.math.is_finite(t)) if TENSORFLOW
                        else ops.all(ops.isfinite(t)),
-                       f"{message} NaN or inf found in `{name}`.", None))
+                       f"{message} NaN or inf found in {what}.", None))
     return checks
 
 

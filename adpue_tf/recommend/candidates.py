@@ -5,29 +5,9 @@ its own around a net, or a composite of other candidates' models), which rows
 its risk reads, what it needs trained first and whether fit_pue tries it by
 default; its seed comes from its name (:func:`net_seed`). Everything else
 (:data:`CANDIDATES`, which read ``θ̂``, the trainer's passes, the joint
-pass's row slices) is read from :data:`TABLE`. Adding a candidate is one entry
-and its risk (``docs/guide/choosing-models.md``, *Adding a candidate*). The
-maths of each: the same page, *The candidates*.
-
-====================  ====================================================  ==============
-name                  what it trains                                        epochs kept by
-====================  ====================================================  ==============
-``theta`` (θ̂)         cross-entropy on ``E`` (not a candidate: a net many    E log-loss
-                      read)
-``bce_w``             cross-entropy on ``W`` (the naive floor, ``q̂``)        W log-loss
-``ratio``             ``clip(q̂/θ̂, 0, 1)`` from ``bce_w`` and ``θ̂``            (its parts)
-``elkan_noto``        ``clip(q̂/c, 0, 1)``, ``c`` = mean ``q̂`` over ``W = 1``   (``bce_w``)
-``ips``               cross-entropy on ``W`` weighted by ``1/θ̂``              Brier
-``likelihood``        NLL of ``W`` under ``σ(z)·θ̂``                          Brier
-``brier``             the exposure Brier risk (no ``θ̂``)                     Brier
-``exposed_pu``        nnPU with P = ``W = 1``, U = exposed log rows          Brier
-``adpue_direct``      nnPUE with ``f† = σ(z)`` (the paper's experiments)     Brier
-``adpue_rounds``      alternate learning from ``f†₀ = mean(W)``              Brier
-``adpue_ratio``       alternate learning from ``f†₀ =`` the Ratio estimate   Brier
-``average``           the mean probability of the two best of the above     (its parts)
-``blend``             mean of the four ``BLEND_PARTS`` (fixed)              (its parts)
-``likelihood_theta``  ``likelihood`` of ``σ(z + a·logit θ̂)``: θ̂ a feature    Brier
-====================  ====================================================  ==============
+pass's row slices) is read from :data:`TABLE`. The candidates and their maths:
+``docs/guide/choosing-models.md``, *The candidates*; adding one is one entry
+and its risk (*Adding a candidate*).
 
 Example:
     >>> TABLE["likelihood"].reads, TABLE["likelihood"].needs, "blend" in DEFAULT_CANDIDATES

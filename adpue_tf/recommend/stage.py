@@ -1,28 +1,15 @@
 """Training :func:`adpue_tf.fit_pue`'s candidates: a :class:`Stage` per fold, one routine for every net.
 
-A stage holds one fold's training rows (and its held-out rows, when choosing)
-and what was trained on them: each net fresh from ``build_net`` under its own
-seed (:func:`adpue_tf.recommend.candidates.net_seed`), its best held-out epoch
-kept, each composite as a head over its parts' logits. :func:`train` is the one
-training routine, for every net of :data:`adpue_tf.recommend.candidates.TABLE`:
-
-* the nets trained with a risk (``Candidate.risk``) of every stage train
-  **together**, in one ``fit`` of one Keras model that holds them all, their
-  logits side by side: each net's risk sees only the rows of its stage's
-  training part (a fold column in the labels), the nets share no weights, so
-  the summed loss gives each net exactly its own gradient and Adam's
-  per-weight updates keep them independent. Those that need ``θ̂`` as a label
-  column train in a second such pass, once ``θ̂`` is trained;
-* a net in a model of its own (``Candidate.own``: alternate learning, the
-  ``θ̂`` feature) trains in a pass of its own, on its stage's rows;
-* a pass that diverges (the risks' guard stops a step) is run again one net
-  at a time: a net that diverges alone keeps its best epoch before, or fails.
-
-Every pass takes its compiled model from :mod:`adpue_tf.recommend.reuse`,
-trains full-batch when its rows fit one batch
-(:mod:`adpue_tf.recommend.full_batch`) and, over shuffled batches, runs the
-nets that read one source on that source's rows
-(:mod:`adpue_tf.recommend.layout`).
+A stage holds one fold's training rows (and held-out rows, when choosing) and
+what was trained on them: each net fresh from ``build_net`` under its own seed,
+its best held-out epoch kept; each composite a head over its parts' logits.
+:func:`train` is the one training routine for every net of the table: the nets
+with a risk of every stage train together in one ``fit`` of one Keras model
+(each net's risk reads only its stage's training rows, so each gets exactly
+its own gradient; those that read ``θ̂`` as a label in a second pass), a net
+in a model of its own in a pass of its own; a pass that diverges runs again
+one net at a time. The design and its measurements:
+``docs/guide/choosing-models.md``, *The rule* and *Cost*.
 
 Example:
     >>> from adpue_tf.recommend.candidates import TABLE
@@ -221,7 +208,7 @@ class Stage:
 
         ``Candidate.epochs_by``: the exposure Brier score, or the log-loss of
         the labels its risk reads (``θ̂``: ``E``; ``bce_w``: ``W``); inf when
-        the logits blew up (:func:`adpue_tf.recommend.train.finite_logits`).
+        the logits blew up (``adpue_tf.recommend.train.finite_logits``).
         """
         pu, e = self._held_rows()
         if TABLE[name].epochs_by == "brier":
@@ -581,7 +568,7 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
     """PUE batches whose labels carry each stage's ``θ̂`` and the row's fold.
 
     ``only``: ``"pu"`` or ``"e"``, that source's rows alone (the risks read no other).
-    ``full``: every row in one batch, repeated (:mod:`adpue_tf.recommend.full_batch`).
+    ``full``: every row in one batch, repeated (``adpue_tf.recommend.full_batch``).
     ``layout``: shuffled batches' rows PU first (:mod:`adpue_tf.recommend.layout`).
     """
     theta_e = np.full((len(e), theta_pu.shape[1]), 0.5, np.float32)
