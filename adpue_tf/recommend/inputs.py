@@ -266,7 +266,7 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000,
     # choice, not unscaled features: the logits are measured from it.
     bias = getattr(net.layers[-1], "bias", None)
     if bias is not None and int(np.prod(bias.shape)) == 1:
-        z = z - float(np.ravel(keras.ops.convert_to_numpy(bias))[0])
+        z = z - float(np.ravel(keras.ops.convert_to_numpy(keras.ops.add(bias, 0.0)))[0])
     median = float(np.median(np.abs(z))) if z.size else 0.0
     if not np.isfinite(median) or median > SATURATED:
         return (f"`build_net()`'s fresh model gives logits of median |z| = {median:.3g} on "
