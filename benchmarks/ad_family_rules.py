@@ -1,4 +1,4 @@
-"""Study (issue 50, item 2): Y-free rules for fit_pue's choice, measured offline on the ad-log family.
+"""Study: Y-free rules for fit_pue's choice, measured offline on the ad-log family.
 
 Not a change to the library: this script only calls the public ``adp.fit_pue``
 and reads its held-out split back. Two stages.
@@ -16,16 +16,17 @@ and the refitted model's test logits.
 ``analyse``: from the ``.npz`` files (no training), compute for every
 candidate, for Y-free corrections of it, and for Y-free constants: Y-free
 held-out scores and the test metrics against the true ``p`` (MAE, KL(p‖p̂),
-mean p̂); evaluate selection rules; compare with the targets of issue 50 item
-2 computed from a JSON run of ``benchmarks.ad_family`` (bce, ips, adpue and
-const_snips, same seeds and sizes); write every record to a JSON.
+mean p̂); evaluate selection rules; compare with the family's targets
+(``ad_family.meets_target``) computed from a JSON run of ``benchmarks.ad_family``
+(bce, ips, adpue and const_snips, same seeds and sizes); write every record to
+a JSON.
 
 ``refit``: bce_w refitted on all rows (``fit_pue(candidates=["bce_w"])``), so
 that a correction reading bce_w can also be measured on the model fit_pue
 returns (its refitted choice). ``tabular``: the same records on
 ``synthetic_pue`` (known p) and semi-synthetic LIBSVM sets (truth: Y only).
 
-Findings (issue 50 study, 14 logs x 3 seeds, 20k/20k rows, 10 epochs): see the
+Findings (14 logs x 3 seeds, 20k/20k rows, 10 epochs): see the
 commit message; the proposed rule is ``today_mid_guard`` in :data:`RULES`.
 
 Usage (each stage writes under --dir; nothing is committed)::
