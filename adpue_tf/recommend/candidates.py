@@ -33,9 +33,9 @@ from adpue_tf.labels import Source
 from adpue_tf.model import DebiasedModel
 from adpue_tf.recommend.compose import ProbabilityMean, RatioLogit, ThetaFeature, compose
 
-__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "NOT_AVERAGED",
+__all__ = ["BLEND_PARTS", "CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED",
            "PREDICTS_WITH_THETA", "PREFERRED", "TABLE", "THETA", "THETA_FLOOR", "Candidate",
-           "Own", "composite_parts", "net_seed"]
+           "Own", "net_seed", "with_needs"]
 
 #: The exposure model ``θ̂``'s net: trained first, read by many candidates (not one itself).
 THETA = "theta"
@@ -231,18 +231,15 @@ DEFAULT_CANDIDATES = tuple(n for n in CANDIDATES if TABLE[n].default)
 PREDICTS_WITH_THETA = frozenset(n for n in CANDIDATES if TABLE[n].predicts_with_theta)
 #: Candidates built from the held-out scores (``average``: the two best by them).
 DERIVED = tuple(n for n in CANDIDATES if TABLE[n].derived)
-#: Candidates ``average`` never pairs.
-NOT_AVERAGED = tuple(n for n in CANDIDATES if not TABLE[n].averaged)
 
 
-def composite_parts(name: str, chosen: dict[str, tuple[str, ...]] | None = None
-                    ) -> tuple[str, ...]:
+def with_needs(name: str, chosen: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """``name``, what it needs trained, what that needs, and so on.
 
     ``chosen``: parts chosen at run time (``average``'s pair).
 
     Example:
-        >>> composite_parts("ratio")
+        >>> with_needs("ratio")
         ('ratio', 'bce_w', 'theta')
     """
     seen: dict[str, None] = {}

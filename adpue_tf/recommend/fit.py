@@ -293,7 +293,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
                      + (len(names) if final == "refit" else 0))
     stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show, built[key])
               for key, b in builders.items()}
-    # Every net's nets that train together do so in one pass (joint.py), then the rest.
+    # Every net's nets that train together do so in one pass (stage.train), then the rest.
     train_all([st for group in stages.values() for st in group], names, pu, ex, pu_fold,
               e_fold)
     picked: dict[str | None, Selection] = {}

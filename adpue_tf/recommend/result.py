@@ -11,7 +11,7 @@ import dataclasses
 
 import keras
 
-from adpue_tf.recommend.candidates import DERIVED, PREFERRED
+from adpue_tf.recommend.candidates import PREFERRED, TABLE
 from adpue_tf.recommend.overlap import LOW_EXPOSURE
 from adpue_tf.recommend.rule import MIN_POSITIVES, reference
 from adpue_tf.recommend.select import NET_TOLERANCE
@@ -98,7 +98,8 @@ class PUEFit:
             >>> print(_example_fit().report().splitlines()[0])
             fit_pue: chose bce_w (held-out exposure Brier score -0.1000; lower is better)
         """
-        best = self.scores[reference(self.scores, DERIVED)]  # the rule's reference
+        derived = [n for n in self.scores if n in TABLE and TABLE[n].derived]
+        best = self.scores[reference(self.scores, derived)]  # the rule's reference
         lines = [f"fit_pue: chose {self.choice} (held-out exposure Brier score "
                  f"{self.scores[self.choice]:.4f}; lower is better)", "",
                  "| candidate | Brier | vs best (SE) | W NLL under θ̂ | epochs |",

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
-from adpue_tf.recommend.candidates import PREFERRED, TABLE, composite_parts
+from adpue_tf.recommend.candidates import PREFERRED, TABLE, with_needs
 
 __all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
 
@@ -169,5 +169,5 @@ def overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
     """
     if PREFERRED not in names or positives >= MIN_POSITIVES:
         return ()
-    needed = composite_parts(PREFERRED)
+    needed = with_needs(PREFERRED)
     return tuple(n for n in names if n not in needed)

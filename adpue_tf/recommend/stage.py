@@ -35,7 +35,7 @@ from adpue_tf._internal.seeding import seed_net
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_e, pack_pu
-from adpue_tf.recommend.candidates import TABLE, THETA, Own, composite_parts, net_seed
+from adpue_tf.recommend.candidates import TABLE, THETA, Own, net_seed, with_needs
 from adpue_tf.recommend.compose import compose, distinct_names, inputs_like
 from adpue_tf.recommend.full_batch import fit, fits, install_loop, uninstall_loop, whole, whole_pue
 from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
@@ -286,7 +286,7 @@ def train_all(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
     tie-break reads it); a derived candidate (``average``) only once its parts
     are chosen. Failures are recorded in the stages.
     """
-    wanted = {n for name in names for n in composite_parts(name, stages[0].parts)}
+    wanted = {n for name in names for n in with_needs(name, stages[0].parts)}
     if stages[0].held_out is not None:
         wanted.add(THETA)
     for column in (False, True):  # the nets that read θ̂ as a label once it is trained

@@ -87,7 +87,7 @@ def test_the_table_declares_each_candidate_once():
         assert sum(made) == 1, name
         assert entry.reads in ("pu", "e", "pue") and set(entry.needs) <= set(TABLE), name
     assert table.PREDICTS_WITH_THETA == {"ratio", "likelihood_theta"}
-    assert set(table.BLEND_PARTS) <= set(table.composite_parts(table.PREFERRED))
+    assert set(table.BLEND_PARTS) <= set(table.with_needs(table.PREFERRED))
 
 
 @pytest.mark.parametrize("name", ["theta", "bce_w", "brier", "exposed_pu", "likelihood"])
