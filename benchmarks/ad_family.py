@@ -294,7 +294,8 @@ def run_one(log: AdFamilyLog, seed: int, *, rows: int, test_rows: int, epochs: i
             fit = adp.fit_pue(lambda: build_net(log.config, log.net), d.pu, d.w, d.ex, d.e,
                               epochs=epochs, batch_size=batch_size, seed=seed, verbose=0)
             p_hat = _probabilities(fit.model, d.test)
-            info = {"choice": fit.choice, "failed": sorted(fit.failed)}
+            info = {"choice": fit.choice, "failed": sorted(fit.failed), "hedge": fit.hedge,
+                    "skill": fit.skill}
         elif method == "const_oracle":
             p_hat = np.full(len(d.truth["p_y"]), float(d.p_pu.mean()))
         elif method == "const_snips":
@@ -320,6 +321,12 @@ def _stat(results: Sequence[dict], method: str, key: str) -> tuple[float, float]
     if vals.size == 0:
         return float("nan"), float("nan")
     return float(vals.mean()), float(vals.std(ddof=1)) if vals.size > 1 else 0.0
+
+
+def _choice(info: dict) -> str:
+    """fit_pue's choice as the summary shows it: ``blend`` or, hedged, ``blend+0.33·bce_w``."""
+    hedge = info.get("hedge") or 0.0
+    return info.get("choice", "?") + (f"+{hedge:.2f}·bce_w" if hedge else "")
 
 
 def meets_target(results: Sequence[dict]) -> dict[str, Any]:
@@ -373,7 +380,7 @@ def report(results: Sequence[dict], family: Mapping[str, AdFamilyLog], provenanc
                         "yes" if t["kl_met"] else "no", "**met**" if t["met"] else "not met",
                         f"{fmt(_stat(rs, best_mae, 'mae')[0])} ({best_mae})",
                         f"{fmt(_stat(rs, best_kl, 'kl')[0])} ({best_kl})",
-                        ", ".join(r["methods"]["fit_pue"].get("choice", "?") for r in rs)])
+                        ", ".join(_choice(r["methods"]["fit_pue"]) for r in rs)])
     met = sum(row[8] == "**met**" for row in summary)
     parts = ["# Every estimator on a family of ad logs", "", provenance,
              (__doc__ or "").split("Usage::")[0].strip(), "", settings, "",

@@ -22,8 +22,8 @@ from keras import ops
 
 from adpue_tf._internal.guards import probability_to_logit
 
-__all__ = ["ProbabilityMean", "RatioLogit", "ThetaFeature", "compose", "distinct_names",
-           "input_structure", "inputs_like"]
+__all__ = ["LogitMix", "ProbabilityMean", "RatioLogit", "ThetaFeature", "compose",
+           "distinct_names", "input_structure", "inputs_like"]
 
 _register = keras.saving.register_keras_serializable(package="adpue_tf")
 
@@ -94,6 +94,48 @@ class ProbabilityMean(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape[0]
+
+
+@_register
+class LogitMix(keras.layers.Layer):
+    """``Σ_i shares[i]·z_i`` on a list of logits: a weighted mean in logit space.
+
+    fit_pue's hedge (:func:`adpue_tf.recommend.rule.hedge_share`): the chosen
+    model's logit and ``bce_w``'s, mixed with fixed shares.
+
+    Args:
+        shares: one share per input logit, each ``>= 0``, summing to 1.
+        **kwargs: passed to ``keras.layers.Layer``.
+
+    Example:
+        >>> import keras
+        >>> z = keras.ops.convert_to_tensor([[3.0]])
+        >>> float(LogitMix([2 / 3, 1 / 3])([z, z - 3.0])[0, 0])
+        2.0
+    """
+
+    def __init__(self, shares: list[float] | tuple[float, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(shares, (str, bytes)) or not isinstance(shares, (list, tuple)) \
+                or not shares or any(isinstance(v, bool) or not isinstance(v, numbers.Real)
+                                      for v in shares):
+            raise TypeError(f"`shares` must be a non-empty list of numbers, got {shares!r}.")
+        if any(not 0.0 <= float(v) <= 1.0 for v in shares) \
+                or abs(sum(float(v) for v in shares) - 1.0) > 1e-6:
+            raise ValueError(f"`shares` must lie in [0, 1] and sum to 1, got {shares!r}.")
+        self.mix = [float(v) for v in shares]
+
+    def call(self, inputs: Any) -> Any:
+        if len(inputs) != len(self.mix):
+            raise ValueError(f"LogitMix has {len(self.mix)} shares but was called on "
+                             f"{len(inputs)} logits.")
+        return sum(v * ops.cast(z, "float32") for v, z in zip(self.mix, inputs))
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0]
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "shares": list(self.mix)}
 
 
 @_register

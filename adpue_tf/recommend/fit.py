@@ -42,6 +42,7 @@ from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.tracing import quiet_retracing
 from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import PREFERRED, TABLE, THETA, net_seed
+from adpue_tf.recommend.compose import LogitMix
 from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_builders,
@@ -57,7 +58,7 @@ from adpue_tf.recommend.inputs import (
 )
 from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_overlap
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.rule import choose, overruled_anyway
+from adpue_tf.recommend.rule import choose, hedge_share, overruled_anyway, skill
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 from adpue_tf.recommend.stage import Stage, train_all
 from adpue_tf.recommend.train import Settings
@@ -144,6 +145,10 @@ class FitOptions(TypedDict, total=False):
         patience: epochs without improvement that end a pass, None: all
             ``epochs``; default 2.
         jit_compile: compile every net's training step with XLA; default False.
+        hedge: where the choice resolves little of ``p`` on the held-out rows,
+            mix its logit with ``bce_w``'s (:func:`adpue_tf.recommend.rule.hedge_share`);
+            False for a log whose exposure is known not to depend on conversion
+            (a randomised policy); default True.
 
     Example:
         >>> options: FitOptions = {"folds": 5, "final": "refit"}
@@ -161,6 +166,7 @@ class FitOptions(TypedDict, total=False):
     rounds: int
     patience: int | None
     jit_compile: bool
+    hedge: bool
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -201,7 +207,8 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         verbose: ``"auto"``/1: a progress bar, 2: a line per net, 0: silent.
         **options: :class:`FitOptions`, each with a default: ``candidates``,
             ``tolerance``, ``folds``, ``final``, ``refit`` (what is tried and kept),
-            ``learning_rate``, ``min_steps``, ``rounds``, ``patience``, ``jit_compile``.
+            ``learning_rate``, ``min_steps``, ``rounds``, ``patience``, ``jit_compile``,
+            ``hedge``.
 
     Returns:
         A :class:`PUEFit`: ``.model``, ``.choice``, ``.scores`` and ``.report()``.
@@ -224,7 +231,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     rounds, refit = options.get("rounds", 10), options.get("refit", True)
     tolerance, folds = options.get("tolerance", 2.0), options.get("folds", 1)
     final, patience = options.get("final", "auto"), options.get("patience", 2)
-    jit_compile = options.get("jit_compile", False)
+    jit_compile, hedge = options.get("jit_compile", False), options.get("hedge", True)
     builders = check_builders(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
@@ -237,6 +244,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     check_bool("refit", refit)
     check_bool("jit_compile", jit_compile)
+    check_bool("hedge", hedge)
     if final not in FINALS:
         raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
     if not refit and final == "refit":
@@ -308,20 +316,33 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     sel, group = picked[best], stages[best]
     choice, failed = sel.choice, sel.failed
     selected = time.perf_counter()
-    model = fold_average(group, choice)
+    choice_skill = skill(sel.scores[choice], float(np.mean(sel.pooled.w)),
+                         float(np.mean(sel.pooled.e)), float(np.mean(pu.y) / np.mean(ex.y)))
+    share = hedge_share(choice, choice_skill, positives) if hedge else 0.0
+    if share and not all("bce_w" in st.heads for st in group):
+        share = 0.0  # bce_w not tried (or diverged): nothing to hedge with
+    model = None
     if final == "refit":
         whole = Stage(builders[best], pu, ex, settings,
                       epochs={n: max(1, v) for n, v in sel.kept.items()},
                       parts=group[0].parts, progress=show, built=built[best])
         if k == 1:
             _share_helpers(group[0], whole, choice)
-        train_all([whole], (choice,), pu, ex, np.full(len(pu), -1), np.full(len(ex), -1))
-        refitted = whole.try_get(choice)
-        if refitted is None:  # diverged on all rows: keep the fold models
+        train_all([whole], (choice, "bce_w") if share else (choice,), pu, ex,
+                  np.full(len(pu), -1), np.full(len(ex), -1))
+        if whole.try_get(choice) is None:  # diverged on all rows: keep the fold models
             failed[choice] = f"refit on all rows: {whole.failed[choice]}"
             final = "average"
+        elif share and not whole.trains("bce_w"):
+            failed["bce_w"] = f"refit on all rows: {whole.failed['bce_w']} (no hedge)"
+            share, model = 0.0, whole.get(choice)
         else:
-            model = refitted
+            model = _hedged(whole, choice, share) if share else whole.get(choice)
+    if model is None:
+        if share:
+            for st in group:
+                _hedged(st, choice, share)
+        model = fold_average(group, HEDGED if share else choice)
     if verbose and sys.stderr.isatty():
         sys.stderr.write("\n")
     trained = sel.trained
@@ -344,7 +365,18 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final, skipped=sel.skipped,
         fold_models={n: tuple(st.get(n) for st in group) for n in trained},
-        net=best, net_scores=held if best is not None else {})
+        net=best, net_scores=held if best is not None else {},
+        skill=choice_skill, hedge=share)
+
+
+#: The name of fit_pue's hedged model in a stage (:func:`_hedged`).
+HEDGED = "hedged"
+
+
+def _hedged(stage: Stage, choice: str, share: float) -> keras.Model:
+    """``choice``'s logit mixed with ``bce_w``'s, ``bce_w`` taking ``share`` (:func:`hedge_share`)."""
+    stage.composite(HEDGED, (choice, "bce_w"), LogitMix([1.0 - share, share]))
+    return stage.get(HEDGED)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import keras
 
 from adpue_tf.recommend.candidates import PREFERRED, TABLE
 from adpue_tf.recommend.overlap import LOW_EXPOSURE
-from adpue_tf.recommend.rule import MIN_POSITIVES, reference
+from adpue_tf.recommend.rule import HEDGE_BELOW, MIN_POSITIVES, reference
 from adpue_tf.recommend.select import NET_TOLERANCE
 
 __all__ = ["PUEFit"]
@@ -26,7 +26,8 @@ class PUEFit:
     Attributes:
         model: the chosen estimator as a Keras model, features -> one logit
             (``σ(logit)`` estimates ``p(y=1|x)``): refitted on all rows, or the
-            mean of its fold models (see ``final``).
+            mean of its fold models (see ``final``); hedged towards ``bce_w``
+            where ``hedge`` > 0.
         choice: the chosen candidate's name.
         scores: ``{candidate: held-out exposure Brier score}``, lower is better
             (with folds: over every row, each predicted by the fold models that
@@ -68,6 +69,13 @@ class PUEFit:
         net_scores: ``{net: held-out score of its choice}`` that chose
             ``net``: the NLL of ``W`` under ``σ(z)·θ̂``, or the exposure
             Brier score if some net's ``θ̂`` failed (empty with one net).
+        skill: the choice's held-out Y-free Brier skill
+            (:func:`adpue_tf.recommend.rule.skill`: about 0 for a net that
+            resolves nothing of ``p``).
+        hedge: ``bce_w``'s share of ``model``'s logit: 0 (the choice itself)
+            or :data:`~adpue_tf.recommend.rule.HEDGE`, where ``skill`` is below
+            :data:`~adpue_tf.recommend.rule.HEDGE_BELOW`
+            (:func:`adpue_tf.recommend.rule.hedge_share`).
     """
 
     model: keras.Model
@@ -90,6 +98,8 @@ class PUEFit:
     skipped: tuple[str, ...] = ()
     net: str | None = None
     net_scores: dict[str, float] = dataclasses.field(default_factory=dict)
+    skill: float = float("nan")
+    hedge: float = 0.0
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.
@@ -129,6 +139,13 @@ class PUEFit:
                           "Held-out score of each net's choice: "
                           + ", ".join(f"{n} {v:.4f}" for n, v in self.net_scores.items())
                           + " (every net chosen on the same held-out rows)."]
+        if self.hedge:
+            lines += ["", f"Hedged: {self.choice}'s held-out skill {self.skill:.3f} is below "
+                          f"{HEDGE_BELOW:g} (it resolves little of p), so the model's logit is "
+                          f"{1 - self.hedge:.2f}·{self.choice} + {self.hedge:.2f}·bce_w: an "
+                          "exposure-weighted net that cannot tell the rows apart over-predicts "
+                          "where the policy shows likely converters (hedge=False: the choice "
+                          "alone)."]
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from adpue_tf.recommend.candidates import PREFERRED, TABLE, with_needs
 
-__all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
+__all__ = ["HEDGE", "HEDGE_BELOW", "MIN_POSITIVES", "choose", "hedge_share", "overruled_anyway",
+           "reference", "skill"]
 
 #: Fewer observed positives (``W = 1``) than this among the held-out PU rows:
 #: :func:`choose` keeps ``prefer`` (fit_pue's fixed ``blend``) whatever the
@@ -30,6 +31,17 @@ __all__ = ["MIN_POSITIVES", "choose", "overruled_anyway", "reference"]
 #: ``blend``, on 3,000-row sets (about 150) better
 #: (``docs/guide/choosing-models.md``, *Too few positives to overrule blend*).
 MIN_POSITIVES = 30
+
+#: Below this held-out :func:`skill` the chosen model is taken as one that
+#: cannot resolve ``p(y=1|x)`` and is hedged towards ``bce_w``
+#: (:func:`hedge_share`). On the tabular sets (linear nets) the choice's skill
+#: was above it in every call but one of 18; on the family of ad logs
+#: (embedding nets that barely rank, AUC 0.60-0.70) below it in all 42
+#: (``docs/guide/choosing-models.md``, *Where no net resolves p*).
+HEDGE_BELOW = 0.15
+#: ``bce_w``'s share of the hedged model's logit: chosen on 7 of the 14 ad logs
+#: (1/4, 1/3, 1/2 tried), then measured on the other 7 (``benchmarks/results/ad_family.md``).
+HEDGE = 1 / 3
 
 
 def reference(scores: dict[str, float], derived: Sequence[str] = (),
@@ -171,3 +183,67 @@ def overruled_anyway(names: Sequence[str], positives: int) -> tuple[str, ...]:
         return ()
     needed = with_needs(PREFERRED)
     return tuple(n for n in names if n not in needed)
+
+
+def skill(brier: float, w_held: float, e_held: float, rate: float) -> float:
+    """A model's Y-free Brier skill on held-out rows: the share of the outcome's variance it explains.
+
+    The exposure Brier score of a model ``f`` (``mean_E[E·f²] - 2·mean_PU[W·f]``)
+    plus ``mean_PU[W]`` estimates ``E_x[θ·(f - Y)²]``, the Brier score against
+    ``Y`` on exposed rows; the same for the constant ``rate = mean W / mean E``
+    (of all rows) is the total to explain. The skill is the share of it the
+    model removes: about 0 for a net that ranks no better than chance, 1 for
+    one that knows ``Y``; it reads no ``Y`` and no ``θ̂``.
+
+    Args:
+        brier: the model's held-out exposure Brier score.
+        w_held: mean ``W`` of the held-out PU rows.
+        e_held: mean ``E`` of the held-out E rows.
+        rate: ``mean(W) / mean(E)`` of every row, the constant model.
+
+    Returns:
+        The skill (at most 1; negative when the model is worse than the
+        constant), or NaN when the constant explains nothing to compare with.
+
+    Example:
+        >>> round(skill(-0.05, w_held=0.1, e_held=0.5, rate=0.2), 4)  # constant: -0.02
+        0.375
+    """
+    constant = rate * rate * e_held - 2.0 * rate * w_held
+    total = w_held + constant
+    if not (math.isfinite(total) and math.isfinite(brier)) or total <= 0.0:
+        return math.nan
+    return (constant - brier) / total
+
+
+def hedge_share(choice: str, model_skill: float, positives: int | None = None) -> float:
+    """``bce_w``'s share of fit_pue's model: :data:`HEDGE` where the choice resolves little of p.
+
+    Every candidate other than ``bce_w`` weighs the rows by exposure, so a net
+    that cannot tell the rows apart learns ``E[θ·p] / E[θ]`` over the rows it
+    confuses, above their mean ``p`` whenever the logging policy shows the
+    rows likely to convert; ``bce_w`` learns ``E[θ·p]``, below it. The truth
+    lies between the two where the policy does not favour unlikely converters
+    (the held-out rows cannot tell which: they do not resolve the rows). A
+    choice whose held-out :func:`skill` is below :data:`HEDGE_BELOW` is
+    therefore mixed with ``bce_w`` in logit space, ``bce_w`` taking
+    :data:`HEDGE`; a skilled choice, ``bce_w`` itself, or a choice made on
+    fewer than :data:`MIN_POSITIVES` held-out positives is kept whole (share 0).
+
+    Args:
+        choice: the chosen candidate.
+        model_skill: its held-out :func:`skill` (NaN: not known; no hedge).
+        positives: observed positives held out (None: not counted).
+
+    Returns:
+        ``bce_w``'s share of the logit, 0 or :data:`HEDGE`.
+
+    Example:
+        >>> hedge_share("blend", 0.05), hedge_share("blend", 0.4), hedge_share("bce_w", 0.05)
+        (0.3333333333333333, 0.0, 0.0)
+    """
+    if choice == "bce_w" or not model_skill < HEDGE_BELOW:
+        return 0.0
+    if positives is not None and positives < MIN_POSITIVES:
+        return 0.0
+    return HEDGE

@@ -155,7 +155,7 @@ class Stage:
             else:
                 self.progress(name)
                 try:
-                    self._composite(name, *entry.parts(self))
+                    self.composite(name, *entry.parts(self))
                 except Failed as err:
                     self.failed[name] = str(err)
         if name in self.failed:
@@ -261,7 +261,7 @@ class Stage:
         (pu, e), (z_pu, z_e) = self._held_rows(), self.held(name)
         return brier_unchecked(pu.y, sigmoid(z_pu), e.y, sigmoid(z_e))
 
-    def _composite(self, name: str, parts: tuple[str, ...],
+    def composite(self, name: str, parts: tuple[str, ...],
                    combine: Callable[[list[Any]], Any]) -> None:
         """Candidate ``name``: ``combine`` of the heads of ``parts``, as one model."""
         for part in parts:
