@@ -114,8 +114,9 @@ def test_logit_mix_wrong_number_of_logits():
 
 
 # -- fit_pue -------------------------------------------------------------------------------------
-def test_fit_pue_hedges_a_choice_that_resolves_nothing():
-    """Its model is ⅔ of the choice's logit and ⅓ of bce_w's; hedge=False: the choice alone."""
+def test_fit_pue_hedges_a_choice_that_resolves_nothing(tmp_path):
+    """Its model is ⅔ of the choice's logit and ⅓ of bce_w's (saved and loaded the same);
+    hedge=False: the choice alone."""
     x, w, x_e, e = confounded_log(2000, 2000, seed=0)
     kw = dict(candidates=["bce_w", "brier", "exposed_pu"], epochs=2, min_steps=40,
               batch_size=256, refit=False, verbose=0)
@@ -127,6 +128,10 @@ def test_fit_pue_hedges_a_choice_that_resolves_nothing():
     np.testing.assert_allclose(np.asarray(fit.model.predict(x_e, verbose=0)),
                                (1 - HEDGE) * z[fit.choice] + HEDGE * z["bce_w"], atol=1e-5)
     assert f"Hedged: {fit.choice}'s held-out skill" in fit.report()
+    fit.model.save(tmp_path / "hedged.keras")
+    loaded = keras.saving.load_model(tmp_path / "hedged.keras")
+    np.testing.assert_allclose(np.asarray(loaded.predict(x_e, verbose=0)),
+                               np.asarray(fit.model.predict(x_e, verbose=0)), atol=1e-6)
     plain = adp.fit_pue(linear, x, w, x_e, e, hedge=False, **kw)
     assert plain.hedge == 0.0 and plain.choice == fit.choice
     np.testing.assert_allclose(np.asarray(plain.model.predict(x_e, verbose=0)), z[fit.choice],
