@@ -318,7 +318,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     selected = time.perf_counter()
     choice_skill = skill(sel.scores[choice], float(np.mean(sel.pooled.w)),
                          float(np.mean(sel.pooled.e)), float(np.mean(pu.y) / np.mean(ex.y)))
-    share = hedge_share(choice, choice_skill, positives) if hedge else 0.0
+    share = hedge_share(choice, choice_skill) if hedge else 0.0
     if share and not all("bce_w" in st.heads for st in group):
         share = 0.0  # bce_w not tried (or diverged): nothing to hedge with
     model = None
