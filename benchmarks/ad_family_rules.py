@@ -339,7 +339,10 @@ def records_for(npz: Path) -> dict[str, Any]:
         # averaged with bce_w refitted on all rows; held-out scores are the choice's
         zr, zb = a["refit_test"], np.load(bce_refit)["test"]
         c = meta["choice"]
-        for name, zt in (("refit", zr), ("refit@mid_bce", (zr + zb) / 2)):
+        mixes = [("refit", zr), ("refit@mid_bce", (zr + zb) / 2)]
+        mixes += [(f"refit@share{share:.2f}", (1 - share) * zr + share * zb)
+                  for share in SHARES]
+        for name, zt in mixes:
             variants[name] = {"scores": dict(variants[c]["scores"]), "test": metrics(sig(zt), p),
                               "base": c, "kind": "refit"}
     for cname, v in (("const_snips", snips), ("const_naive", naive), ("const_snips_ho", snips_ho)):
@@ -352,6 +355,10 @@ def records_for(npz: Path) -> dict[str, Any]:
     for v in variants.values():
         v["scores"]["skill"] = (variants["const_naive"]["scores"]["brier"]
                                 - v["scores"]["brier"]) / b0
+    if "refit" in variants:  # bce_w's share falling with the choice's skill: 1/3 at 0, 0 at the guard
+        share = max(0.0, 1.0 - variants["refit"]["scores"]["skill"] / SKILL_GUARD) / 3
+        zt = (1 - share) * a["refit_test"] + share * np.load(bce_refit)["test"]
+        variants["refit@share_linear"] = {**variants["refit"], "test": metrics(sig(zt), p)}
     rec = {"log": meta["log"], "seed": meta["seed"], "choice": meta["choice"],
            "failed": meta["failed"], "fit_scores": meta["scores"], "fit_epochs": meta["epochs"],
            "seconds": meta["seconds"], "snips": snips, "naive": naive, "snips_ho": snips_ho,
@@ -375,6 +382,16 @@ def _today(rec: dict) -> str:
 
 #: Below this Y-free skill (see records_for) a model is taken as one that cannot resolve p.
 SKILL_GUARD = 0.15
+#: bce_w's shares of the logit tried for fit_pue's hedge (refit variants ``refit@share0.33``, ...).
+SHARES = (0.25, 1 / 3, 0.5)
+
+
+def _hedged(rec: dict, variant: str) -> str:
+    """The refitted choice, or ``variant`` of it where the choice's skill is below the guard."""
+    if "refit" not in rec["variants"]:
+        return "?"
+    low = rec["variants"][_today(rec)]["scores"]["skill"] < SKILL_GUARD and _today(rec) != "bce_w"
+    return variant if low else "refit"
 
 
 def _mid_guard(rec: dict, choice: str, guard: float = SKILL_GUARD) -> str:
@@ -436,6 +453,12 @@ RULES: dict[str, tuple[str, Any]] = {
                         "SKILL_GUARD", lambda r: ("refit@mid_bce" if r["variants"][_today(r)][
                             "scores"]["skill"] < SKILL_GUARD and _today(r) != "bce_w"
                             else "refit") if "refit" in r["variants"] else "?"),
+    **{f"refit_hedge{share:.2f}": (f"the refitted choice; where its skill < SKILL_GUARD, "
+                                   f"bce_w (refitted) takes {share:.2f} of the logit",
+                                   lambda r, v=f"refit@share{share:.2f}": _hedged(r, v))
+       for share in SHARES},
+    "refit_hedge_linear": ("the refitted choice, bce_w taking (1/3)·max(0, 1 − skill/SKILL_GUARD) "
+                           "of the logit", lambda r: _hedged(r, "refit@share_linear")),
     "refit_all": ("fit_pue(candidates='all')'s returned model (refitted choice)",
                   lambda r: "refit" if "refit" in r["variants"] else "?"),
     "brier+shift": ("argmin exposure Brier over the shifted candidates",
