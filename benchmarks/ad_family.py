@@ -294,7 +294,7 @@ def run_one(log: AdFamilyLog, seed: int, *, rows: int, test_rows: int, epochs: i
             fit = adp.fit_pue(lambda: build_net(log.config, log.net), d.pu, d.w, d.ex, d.e,
                               epochs=epochs, batch_size=batch_size, seed=seed, verbose=0)
             p_hat = _probabilities(fit.model, d.test)
-            info = {"choice": fit.choice, "failed": sorted(fit.failed), "hedge": fit.hedge,
+            info = {"choice": fit.choice, "failed": sorted(fit.failed), "hedge": fit.hedge_share,
                     "skill": fit.skill}
         elif method == "const_oracle":
             p_hat = np.full(len(d.truth["p_y"]), float(d.p_pu.mean()))

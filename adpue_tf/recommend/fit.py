@@ -56,7 +56,11 @@ from adpue_tf.recommend.inputs import (
     scale_hint,
     shift_hint,
 )
-from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_overlap
+from adpue_tf.recommend.overlap import (
+    unexposed_positives_warning,
+    warn_overlap,
+    weak_theta_warning,
+)
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, hedge_share, overruled_anyway, skill
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
@@ -348,6 +352,9 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     trained = sel.trained
     calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
     warn_overlap(calibration)
+    weak = weak_theta_warning(calibration)
+    if weak is not None:
+        warnings.warn(weak, UserWarning, stacklevel=3)  # past quiet_retracing: the caller
     if sel.theta_ok:
         contradiction = unexposed_positives_warning(
             sel.pooled.w, sigmoid(sel.pooled.logits("theta")[0]))
@@ -366,7 +373,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         folds=k, final=final, skipped=sel.skipped,
         fold_models={n: tuple(st.get(n) for st in group) for n in trained},
         net=best, net_scores=held if best is not None else {},
-        skill=choice_skill, hedge=share)
+        skill=choice_skill, hedge_share=share)
 
 
 #: The name of fit_pue's hedged model in a stage (:func:`_hedged`).

@@ -19,14 +19,15 @@ Example:
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from adpue_tf.recommend.candidates import THETA_FLOOR
 
-__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "low_exposure_share", "overlap_warning",
-           "unexposed_positives_warning", "warn_overlap"]
+__all__ = ["LOW_EXPOSURE", "WARN_SHARE", "WORSE_THAN_CONSTANT", "low_exposure_share",
+           "overlap_warning", "unexposed_positives_warning", "warn_overlap", "weak_theta_warning"]
 
 #: ``θ̂`` below this counts as barely exposed (the floor on ``θ̂`` of Ratio and IPS).
 LOW_EXPOSURE = THETA_FLOOR
@@ -80,6 +81,45 @@ def warn_overlap(calibration: dict[str, float]) -> None:
     message = overlap_warning(calibration["low_exposure_share"]) if calibration else None
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=4)  # fit_pue, its decorator, the caller
+
+
+#: ``θ̂``'s held-out log-loss above this multiple of the constant rate's: fit_pue warns
+#: (:func:`weak_theta_warning`); a little above 1, as a ``θ̂`` of an exposure that does not
+#: depend on the features is a little worse than the constant by chance.
+WORSE_THAN_CONSTANT = 1.1
+
+
+def weak_theta_warning(calibration: dict[str, float]) -> str | None:
+    """A warning when ``θ̂`` predicts the held-out E rows clearly worse than a constant rate.
+
+    ``θ̂`` keeps its best epoch, so this means it over-fitted the exposure log
+    within its first epoch (a large net on few E rows, a long first epoch from
+    ``min_steps``), and every candidate that reads ``θ̂`` inherits it.
+
+    Args:
+        calibration: :attr:`adpue_tf.recommend.PUEFit.theta_calibration`
+            (empty: no ``θ̂``, nothing to say).
+
+    Returns:
+        The sentence to warn with, or None.
+
+    Example:
+        >>> weak_theta_warning({"log_loss": 0.70, "log_loss_constant": 0.69}) is None
+        True
+        >>> weak_theta_warning({"log_loss": 2.7, "log_loss_constant": 0.69})[:40]
+        'θ̂ (build_net trained on E, the exposure'
+    """
+    if not calibration:
+        return None
+    loss, constant = calibration["log_loss"], calibration["log_loss_constant"]
+    if not (math.isfinite(loss) and loss > WORSE_THAN_CONSTANT * constant):
+        return None
+    return (f"θ̂ (build_net trained on E, the exposure model) predicts the held-out E rows worse "
+            f"than the constant exposure rate (log-loss {loss:.3f} against {constant:.3f}) even "
+            "at its best epoch: it over-fits the exposure log, and every candidate that reads "
+            "θ̂ (ratio, likelihood, ips, blend, ...) inherits that. Give more E rows, a smaller "
+            "net, a lower `learning_rate` or fewer `min_steps` (docs/guide/choosing-models.md, "
+            "Limits).")
 
 
 def unexposed_positives_warning(w: np.ndarray, theta: np.ndarray) -> str | None:

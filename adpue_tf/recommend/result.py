@@ -27,7 +27,7 @@ class PUEFit:
         model: the chosen estimator as a Keras model, features -> one logit
             (``σ(logit)`` estimates ``p(y=1|x)``): refitted on all rows, or the
             mean of its fold models (see ``final``); hedged towards ``bce_w``
-            where ``hedge`` > 0.
+            where ``hedge_share`` > 0.
         choice: the chosen candidate's name.
         scores: ``{candidate: held-out exposure Brier score}``, lower is better
             (with folds: over every row, each predicted by the fold models that
@@ -72,7 +72,7 @@ class PUEFit:
         skill: the choice's held-out Y-free Brier skill
             (:func:`adpue_tf.recommend.rule.skill`: about 0 for a net that
             resolves nothing of ``p``).
-        hedge: ``bce_w``'s share of ``model``'s logit: 0 (the choice itself)
+        hedge_share: ``bce_w``'s share of ``model``'s logit: 0 (the choice itself)
             or :data:`~adpue_tf.recommend.rule.HEDGE`, where ``skill`` is below
             :data:`~adpue_tf.recommend.rule.HEDGE_BELOW`
             (:func:`adpue_tf.recommend.rule.hedge_share`).
@@ -99,7 +99,7 @@ class PUEFit:
     net: str | None = None
     net_scores: dict[str, float] = dataclasses.field(default_factory=dict)
     skill: float = float("nan")
-    hedge: float = 0.0
+    hedge_share: float = 0.0
 
     def report(self) -> str:
         """A table of the candidates, best first, and the choice.
@@ -139,13 +139,14 @@ class PUEFit:
                           "Held-out score of each net's choice: "
                           + ", ".join(f"{n} {v:.4f}" for n, v in self.net_scores.items())
                           + " (every net chosen on the same held-out rows)."]
-        if self.hedge:
+        if self.hedge_share:
             lines += ["", f"Hedged: {self.choice}'s held-out skill {self.skill:.3f} is below "
                           f"{HEDGE_BELOW:g} (it resolves little of p), so the model's logit is "
-                          f"{1 - self.hedge:.2f}·{self.choice} + {self.hedge:.2f}·bce_w: an "
-                          "exposure-weighted net that cannot tell the rows apart over-predicts "
-                          "where the policy shows likely converters (hedge=False: the choice "
-                          "alone)."]
+                          f"{1 - self.hedge_share:.2f}·{self.choice} + "
+                          f"{self.hedge_share:.2f}·bce_w. An exposure-weighted net that cannot "
+                          "tell rows apart over-predicts them if the logging policy shows likely "
+                          "converters, and is right if exposure is unrelated to conversion: then "
+                          "pass hedge=False (a randomised policy, say) for the choice alone."]
         cal = self.theta_calibration or {"log_loss": float("nan"),
                                          "log_loss_constant": float("nan"),
                                          "calibration_error": float("nan")}

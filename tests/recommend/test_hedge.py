@@ -121,7 +121,7 @@ def test_fit_pue_hedges_a_choice_that_resolves_nothing(tmp_path):
               batch_size=256, refit=False, verbose=0)
     fit = adp.fit_pue(linear, x, w, x_e, e, **kw)
     assert fit.choice != "bce_w" and fit.skill < HEDGE_BELOW
-    assert fit.hedge == pytest.approx(HEDGE)
+    assert fit.hedge_share == pytest.approx(HEDGE)
     z = {n: np.asarray(fit.candidates[n].predict(x_e, verbose=0)) for n in (fit.choice, "bce_w")}
     np.testing.assert_allclose(np.asarray(fit.model.predict(x_e, verbose=0)),
                                (1 - HEDGE) * z[fit.choice] + HEDGE * z["bce_w"], atol=1e-5)
@@ -131,7 +131,7 @@ def test_fit_pue_hedges_a_choice_that_resolves_nothing(tmp_path):
     np.testing.assert_allclose(np.asarray(loaded.predict(x_e, verbose=0)),
                                np.asarray(fit.model.predict(x_e, verbose=0)), atol=1e-6)
     plain = adp.fit_pue(linear, x, w, x_e, e, hedge=False, **kw)
-    assert plain.hedge == 0.0 and plain.choice == fit.choice
+    assert plain.hedge_share == 0.0 and plain.choice == fit.choice
     np.testing.assert_allclose(np.asarray(plain.model.predict(x_e, verbose=0)), z[fit.choice],
                                atol=1e-5)
     assert "Hedged" not in plain.report()
@@ -143,7 +143,7 @@ def test_fit_pue_keeps_a_skilled_choice_whole():
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, candidates=["bce_w", "exposed_pu"],
                       epochs=3, batch_size=256, verbose=0)
-    assert fit.skill > HEDGE_BELOW and fit.hedge == 0.0
+    assert fit.skill > HEDGE_BELOW and fit.hedge_share == 0.0
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
@@ -175,6 +175,6 @@ def test_hedged_model_is_closer_to_p_where_no_net_resolves_it():
                           hedge=hedge)
         out[hedge] = (fit, _sig(np.asarray(fit.model.predict(x_t, verbose=0)).ravel()))
     (hedged, q_h), (plain, q_p) = out[True], out[False]
-    assert hedged.hedge == pytest.approx(HEDGE) and plain.hedge == 0.0
+    assert hedged.hedge_share == pytest.approx(HEDGE) and plain.hedge_share == 0.0
     assert abs(q_h.mean() - p_t.mean()) < abs(q_p.mean() - p_t.mean()) - 0.02
     assert kl(q_h) < kl(q_p) - 0.005

@@ -14,6 +14,7 @@ from adpue_tf.recommend.overlap import (
     WARN_SHARE,
     low_exposure_share,
     overlap_warning,
+    weak_theta_warning,
 )
 
 FAST = dict(epochs=1, min_steps=500, learning_rate=0.05, batch_size=4096, verbose=0, folds=1, seed=0,
@@ -82,3 +83,30 @@ def test_mild_exposure_is_not_warned():
     assert float(np.mean(data.p_e_e < 0.05)) < 0.1
     assert fit.theta_calibration["low_exposure_share"] < WARN_SHARE
     assert overlap == []
+
+
+def test_weak_theta_warning_only_clearly_worse_than_the_constant():
+    assert weak_theta_warning({}) is None
+    assert weak_theta_warning({"log_loss": 0.70, "log_loss_constant": 0.69}) is None  # chance
+    assert weak_theta_warning({"log_loss": float("nan"), "log_loss_constant": 0.69}) is None
+    message = weak_theta_warning({"log_loss": 0.80, "log_loss_constant": 0.69})
+    assert message is not None and "log-loss 0.800 against 0.690" in message
+
+
+@pytest.mark.slow
+def test_an_overfitted_theta_is_warned():
+    """A wide net on 300 E rows that do not depend on x: θ̂ memorises E in its first epoch."""
+    rng = np.random.default_rng(0)
+    x, x_e = rng.normal(size=(2, 300, 8)).astype("float32")
+    w, e = (rng.random(300) < 0.2).astype("float32"), (rng.random(300) < 0.5).astype("float32")
+
+    def wide():
+        return keras.Sequential([keras.Input((8,)), keras.layers.Dense(256, activation="relu"),
+                                 keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+
+    with pytest.warns(UserWarning, match="worse than the constant exposure rate") as caught:
+        fit = adp.fit_pue(wide, x, w, x_e, e, candidates=["bce_w", "brier"], epochs=1,
+                          min_steps=300, batch_size=64, verbose=0)
+    cal = fit.theta_calibration
+    assert cal["log_loss"] > 1.1 * cal["log_loss_constant"]
+    assert any(c.filename == __file__ for c in caught)  # at the caller's line
