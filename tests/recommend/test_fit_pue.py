@@ -273,7 +273,7 @@ def test_the_call_is_five_arguments_five_keywords_and_the_options():
     assert params["options"].kind is inspect.Parameter.VAR_KEYWORD
     assert FitOptions.__optional_keys__ == {
         "candidates", "tolerance", "folds", "final", "refit", "learning_rate", "min_steps",
-        "rounds", "patience", "jit_compile"}
+        "rounds", "patience", "jit_compile", "hedge"}
     documented = inspect.getdoc(FitOptions).split("Attributes:", 1)[1].split("Example:")[0]
     assert all(f"\n    {name}: " in documented for name in FitOptions.__optional_keys__)
 
