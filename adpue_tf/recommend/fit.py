@@ -143,7 +143,8 @@ class FitOptions(TypedDict, total=False):
         refit: False: no model trained on all rows, as ``final="average"``;
             default True.
         learning_rate: Adam's learning rate for every net; default 1e-2.
-        min_steps: optimizer steps each net takes at least; default 500.
+        min_steps: optimizer steps each net takes at least: on small data each
+            epoch grows to reach them over ``epochs``; default 500.
         rounds: alternate-learning rounds of ``adpue_rounds`` and ``adpue_ratio``;
             default 10.
         patience: epochs without improvement that end a pass, None: all
