@@ -84,9 +84,11 @@ def warn_overlap(calibration: dict[str, float]) -> None:
 
 
 #: ``θ̂``'s held-out log-loss above this multiple of the constant rate's: fit_pue warns
-#: (:func:`weak_theta_warning`); a little above 1, as a ``θ̂`` of an exposure that does not
-#: depend on the features is a little worse than the constant by chance.
-WORSE_THAN_CONSTANT = 1.1
+#: (:func:`weak_theta_warning`). Over-fitted ``θ̂`` seen so far were 3-6 times the constant's
+#: (embedding nets on 3,000-20,000-row logs: 2.1-4.2 against 0.65); a linear ``θ̂`` on a
+#: few hundred E rows is within 1.2 of it by chance (the breast-cancer demo: 0.81 against
+#: 0.70, with fit_pue at 0.915 accuracy), which is no reason to warn.
+WORSE_THAN_CONSTANT = 1.5
 
 
 def weak_theta_warning(calibration: dict[str, float]) -> str | None:
@@ -104,7 +106,7 @@ def weak_theta_warning(calibration: dict[str, float]) -> str | None:
         The sentence to warn with, or None.
 
     Example:
-        >>> weak_theta_warning({"log_loss": 0.70, "log_loss_constant": 0.69}) is None
+        >>> weak_theta_warning({"log_loss": 0.81, "log_loss_constant": 0.70}) is None
         True
         >>> weak_theta_warning({"log_loss": 2.7, "log_loss_constant": 0.69})[:40]
         'θ̂ (build_net trained on E, the exposure'

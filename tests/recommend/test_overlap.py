@@ -88,9 +88,10 @@ def test_mild_exposure_is_not_warned():
 def test_weak_theta_warning_only_clearly_worse_than_the_constant():
     assert weak_theta_warning({}) is None
     assert weak_theta_warning({"log_loss": 0.70, "log_loss_constant": 0.69}) is None  # chance
+    assert weak_theta_warning({"log_loss": 0.81, "log_loss_constant": 0.70}) is None  # noise
     assert weak_theta_warning({"log_loss": float("nan"), "log_loss_constant": 0.69}) is None
-    message = weak_theta_warning({"log_loss": 0.80, "log_loss_constant": 0.69})
-    assert message is not None and "log-loss 0.800 against 0.690" in message
+    message = weak_theta_warning({"log_loss": 1.10, "log_loss_constant": 0.69})
+    assert message is not None and "log-loss 1.100 against 0.690" in message
 
 
 @pytest.mark.slow
@@ -108,5 +109,5 @@ def test_an_overfitted_theta_is_warned():
         fit = adp.fit_pue(wide, x, w, x_e, e, candidates=["bce_w", "brier"], epochs=1,
                           min_steps=300, batch_size=64, verbose=0)
     cal = fit.theta_calibration
-    assert cal["log_loss"] > 1.1 * cal["log_loss_constant"]
+    assert cal["log_loss"] > 1.5 * cal["log_loss_constant"]
     assert any(c.filename == __file__ for c in caught)  # at the caller's line
