@@ -51,7 +51,7 @@ def _mlp(seed: int):
 @pytest.mark.slow
 def test_the_first_net_stays_unless_another_is_clearly_better():
     """Two nets alike but for their initial weights: whichever is given first is kept (1 SE)."""
-    a, b = _mlp(1), _mlp(3)  # held-out NLL 0.313 and 0.308: within one SE
+    a, b = _mlp(6), _mlp(7)  # held-out NLL 0.327 and 0.329: within one SE
     first = adp.fit_pue({"a": a, "b": b}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
     swapped = adp.fit_pue({"b": b, "a": a}, S.x_pu, S.w_pu, S.x_e, S.e_e, **OPTIONS)
     assert (first.net, swapped.net) == ("a", "b")
