@@ -349,15 +349,15 @@ def records_for(npz: Path) -> dict[str, Any]:
         zc = float(logit(v))
         add(cname, np.full(len(w), zc), np.full(len(e), zc), np.full(n_test, zc), base=cname,
             kind="constant")
-    # Y-free resolution: the share of the exposed rows' W-noise (Brier of the constant
-    # mean(W)/mean(E) against W, θ-weighted) that a model's exposure Brier score removes
-    b0 = float(np.mean(w) * (1 - 2 * naive) + naive ** 2 * np.mean(e))
+    # Y-free resolution: fit_pue's own skill (the share of the constant mean(W)/mean(E)'s
+    # exposure-weighted Brier score against Y that a model removes)
+    from adpue_tf.recommend.rule import skill
     for v in variants.values():
-        v["scores"]["skill"] = (variants["const_naive"]["scores"]["brier"]
-                                - v["scores"]["brier"]) / b0
+        v["scores"]["skill"] = skill(v["scores"]["brier"], float(np.mean(w)), float(np.mean(e)),
+                                     naive)
     if "refit" in variants:  # bce_w's share falling with the choice's skill: 1/3 at 0, 0 at the guard
         share = max(0.0, 1.0 - variants["refit"]["scores"]["skill"] / SKILL_GUARD) / 3
-        zt = (1 - share) * a["refit_test"] + share * np.load(bce_refit)["test"]
+        zt = (1 - share) * zr + share * zb
         variants["refit@share_linear"] = {**variants["refit"], "test": metrics(sig(zt), p)}
     rec = {"log": meta["log"], "seed": meta["seed"], "choice": meta["choice"],
            "failed": meta["failed"], "fit_scores": meta["scores"], "fit_epochs": meta["epochs"],

@@ -56,11 +56,7 @@ from adpue_tf.recommend.inputs import (
     scale_hint,
     shift_hint,
 )
-from adpue_tf.recommend.overlap import (
-    unexposed_positives_warning,
-    warn_overlap,
-    weak_theta_warning,
-)
+from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_theta
 from adpue_tf.recommend.result import PUEFit
 from adpue_tf.recommend.rule import choose, hedge_share, overruled_anyway, skill
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
@@ -352,10 +348,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         sys.stderr.write("\n")
     trained = sel.trained
     calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
-    warn_overlap(calibration)
-    weak = weak_theta_warning(calibration)
-    if weak is not None:
-        warnings.warn(weak, UserWarning, stacklevel=3)  # past quiet_retracing: the caller
+    warn_theta(calibration)
     if sel.theta_ok:
         contradiction = unexposed_positives_warning(
             sel.pooled.w, sigmoid(sel.pooled.logits("theta")[0]))

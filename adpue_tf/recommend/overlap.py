@@ -27,7 +27,7 @@ import numpy as np
 from adpue_tf.recommend.candidates import THETA_FLOOR
 
 __all__ = ["LOW_EXPOSURE", "WARN_SHARE", "WORSE_THAN_CONSTANT", "low_exposure_share",
-           "overlap_warning", "unexposed_positives_warning", "warn_overlap", "weak_theta_warning"]
+           "overlap_warning", "unexposed_positives_warning", "warn_theta", "weak_theta_warning"]
 
 #: ``θ̂`` below this counts as barely exposed (the floor on ``θ̂`` of Ratio and IPS).
 LOW_EXPOSURE = THETA_FLOOR
@@ -69,18 +69,24 @@ def overlap_warning(share: float) -> str | None:
             "(docs/guide/choosing-models.md, Limits).")
 
 
-def warn_overlap(calibration: dict[str, float]) -> None:
-    """Warn (``UserWarning``, at fit_pue's caller) when ``calibration``'s share calls for it.
+def warn_theta(calibration: dict[str, float]) -> None:
+    """Warn (``UserWarning``, at fit_pue's caller) for what ``calibration`` shows of ``θ̂``.
 
+    Rows it barely exposes (:func:`overlap_warning`) and a ``θ̂`` clearly
+    worse than the constant rate (:func:`weak_theta_warning`).
     ``calibration`` is :attr:`adpue_tf.recommend.PUEFit.theta_calibration`
     (empty when no ``θ̂`` was trained: nothing to say).
 
     Example:
-        >>> warn_overlap({"low_exposure_share": 0.01})  # below WARN_SHARE: silent
+        >>> warn_theta({"low_exposure_share": 0.01, "log_loss": 0.6,
+        ...             "log_loss_constant": 0.69})  # nothing to warn about: silent
     """
-    message = overlap_warning(calibration["low_exposure_share"]) if calibration else None
-    if message is not None:
-        warnings.warn(message, UserWarning, stacklevel=4)  # fit_pue, its decorator, the caller
+    if not calibration:
+        return
+    for message in (overlap_warning(calibration["low_exposure_share"]),
+                    weak_theta_warning(calibration)):
+        if message is not None:
+            warnings.warn(message, UserWarning, stacklevel=4)  # fit_pue, its decorator, the caller
 
 
 #: ``θ̂``'s held-out log-loss above this multiple of the constant rate's: fit_pue warns
