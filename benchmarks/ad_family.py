@@ -484,4 +484,5 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    with adp.recommend.keep_compiled():  # the loop of fit_pue calls: each step traced once
+        main()

@@ -58,6 +58,7 @@ from adpue_tf.recommend.inputs import (
 )
 from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_theta
 from adpue_tf.recommend.result import PUEFit
+from adpue_tf.recommend.reuse import keep_compiled
 from adpue_tf.recommend.rule import choose, hedge_share, overruled_anyway, skill
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 from adpue_tf.recommend.stage import Stage, train_all
@@ -181,17 +182,25 @@ def _check_options(options: Mapping[str, Any]) -> None:
 
 
 # -- the front door ---------------------------------------------------------------------
-@quiet_retracing()  # fit_pue's fresh nets: TensorFlow's retracing warning is not the user's
+@contextlib.contextmanager
+def _one_call() -> Iterator[None]:
+    """A fit_pue call: TensorFlow's retracing warning dropped (its fresh nets' are not the
+    user's), compiled passes kept only while it runs unless a caller's block keeps them."""
+    with quiet_retracing(), keep_compiled():
+        yield
+
+
+@_one_call()
 def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], keras.Model]],
             x_pu: Any, w: Any, x_e: Any, e: Any, *,
             epochs: int = 20, batch_size: int = 512, validation_split: float = 0.2,
             seed: int = 0, verbose: int | str = "auto", **options: Unpack[FitOptions]) -> PUEFit:
     """Train every estimator of ``p(y=1|x)``, choose one on held-out rows, refit it on all rows.
 
-    Reads the PU rows ``(x_pu, W)`` and the exposure log ``(x_e, E)``, drawn
-    from the same features, and never a hidden ``Y``. The same ``seed`` gives the
-    same choice and model. The rule, each argument's details and the evidence:
-    ``docs/guide/choosing-models.md``.
+    Reads the PU rows ``(x_pu, W)`` and the exposure log ``(x_e, E)`` of the same
+    features, never a hidden ``Y``; the same ``seed`` gives the same choice and
+    model; keeps nothing after it returns (loops: ``adp.recommend.keep_compiled()``).
+    The rule, each argument's details, the evidence: ``docs/guide/choosing-models.md``.
 
     Args:
         build_net: returns a fresh Keras model, features -> one logit (no final
@@ -280,7 +289,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     check_labels(pu, ex, 1)
     for warning in dict.fromkeys((*hints.values(), shift_hint(pu, ex))):
         if warning is not None:
-            warnings.warn(warning, UserWarning, stacklevel=3)  # past quiet_retracing: the caller
+            warnings.warn(warning, UserWarning, stacklevel=3)  # past _one_call: the caller
     split = float(validation_split)
     if k > 1 and min(len(pu), len(ex)) < 2 * k:
         raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "

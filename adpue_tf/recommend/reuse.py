@@ -1,33 +1,36 @@
-"""Compiled models kept for the next pass: :func:`compiled`.
+"""Compiled models kept for the next pass: :func:`compiled`, inside :func:`keep_compiled`.
 
-Tracing a Keras training step costs about a second (compiling it with XLA,
-several). The joint model of a pass (:mod:`adpue_tf.recommend.stage`) and
-the model of a candidate trained alone are kept, per ``build_net`` code
-(:func:`owner`; TensorFlow never frees a compiled model's steps), for the next
-pass of the same nets, losses, optimizer and steps. Its own nets (the *live*
-ones) take the fresh nets' initial state (every variable, dropout seeds
-included), its optimizer and other variables their initial state; after
-training the fresh nets take the live nets' state. So the result is the one a new
-model gives (same initial state, batches and graph), and the nets returned
-are never the kept ones. A kept model is used only if its nets have the
-fresh nets' layers, configurations and variables (:func:`signature`) and,
-loaded, their outputs on a few rows. Nets over :data:`MAX_PARAMS` weights
-are not kept (tracing is a small part of their training, and a copy costs
-memory).
+Tracing a Keras training step costs about a second (with XLA, several).
+Inside a :func:`keep_compiled` block (each :func:`adpue_tf.fit_pue` call opens
+one for its own passes; a loop of calls may open one around them all) the
+compiled model of a pass is kept, per ``build_net`` code (:func:`owner`), for
+the next pass of the same nets, losses, optimizer and steps; the outermost
+block drops them, so a plain call keeps nothing after it returns. A kept
+model's own (*live*) nets take the fresh nets' initial state, its optimizer
+and other variables theirs; after training the fresh nets take the live
+nets' state: the result is a new model's, and the nets returned are never the
+kept ones. A kept model is used only if its nets match the fresh ones
+(:func:`signature`, and their outputs on a few rows); nets over
+:data:`MAX_PARAMS` weights are never kept.
 
 Example:
     >>> import keras
     >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> signature(build()) == signature(build())
     True
+    >>> with keep_compiled():
+    ...     kept_for(build)
+    {}
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import types
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -36,8 +39,8 @@ import tensorflow as tf
 
 from adpue_tf._internal.backend import TENSORFLOW
 
-__all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "kept_for",
-           "owner", "probe_rows", "signature", "unnamed"]
+__all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "keep_compiled",
+           "kept_for", "owner", "probe_rows", "signature", "unnamed"]
 
 #: Nets with more weights than this are trained in a new model every pass.
 MAX_PARAMS = 1_000_000
@@ -47,7 +50,47 @@ MAX_PARAMS = 1_000_000
 #: the refit's; fewer than a call uses would drop each before its next use.
 MAX_KEPT = 32
 
-_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: The kept models of the open :func:`keep_compiled` block, by owner; None outside one.
+_KEPT: weakref.WeakKeyDictionary | None = None
+_OPEN = 0  # nested keep_compiled blocks open (every thread's)
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def keep_compiled() -> Iterator[None]:
+    """Keep fit_pue's compiled passes for every call inside the block; drop them at its end.
+
+    A loop of :func:`adpue_tf.fit_pue` calls with the same ``build_net`` code
+    (a sweep over seeds or data sets) traces each of its training steps once
+    inside the block instead of once a call, and leaves about 2.6 MB a call in
+    the process instead of about 15 MB (TensorFlow keeps part of every compiled
+    model it traced: ``docs/guide/choosing-models.md``, *Limits, measured*).
+    Outside a block every call keeps its passes only while it runs. Blocks
+    nest (the outermost one owns what is kept) and are shared by threads.
+
+    Example:
+        >>> import keras, adpue_tf as adp
+        >>> s = adp.synthetic.synthetic_pue(300, 300, seed=0)
+        >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> with adp.recommend.keep_compiled():
+        ...     fits = [adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=1, seed=seed,
+        ...                         min_steps=5, candidates=["bce_w"], verbose=0)
+        ...             for seed in (0, 1)]
+        >>> kept_for(build)  # nothing after the block
+        {}
+    """
+    global _KEPT, _OPEN
+    with _LOCK:
+        if _OPEN == 0:
+            _KEPT = weakref.WeakKeyDictionary()
+        _OPEN += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _OPEN -= 1
+            if _OPEN == 0:
+                _KEPT = None
 
 
 def owner(build_net: Callable[[], keras.Model]) -> Any:
@@ -74,7 +117,12 @@ def owner(build_net: Callable[[], keras.Model]) -> Any:
 
 
 def kept_for(build_net: Callable[[], keras.Model]) -> dict:
-    """The kept models filed under ``build_net``'s :func:`owner` (empty if none), by pass."""
+    """The kept models filed under ``build_net``'s :func:`owner` (empty if none), by pass.
+
+    Outside a :func:`keep_compiled` block: always empty.
+    """
+    if _KEPT is None:
+        return {}
     try:
         return dict(_KEPT.get(owner(build_net), {}))
     except TypeError:  # takes no weak reference
@@ -277,9 +325,10 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
     sigs = tuple(signature(net) for net in fresh)
     small = all(sum(int(np.prod(v.shape)) for v in net.variables) <= MAX_PARAMS
                 for net in fresh)
+    store = _KEPT
     try:
-        kept = (_KEPT.setdefault(owner(builders[0]), {})
-                if None not in sigs and small and keep else None)
+        kept = (store.setdefault(owner(builders[0]), {})
+                if store is not None and None not in sigs and small and keep else None)
     except TypeError:  # build_net takes no weak reference
         kept = None
     if kept is None or not TENSORFLOW:  # its traced copies are TensorFlow's

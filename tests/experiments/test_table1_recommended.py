@@ -247,6 +247,25 @@ def test_settings_run_together_share_one_worker_process_each_group_its_own():
     assert order.index((0.5, 0.3)) < order.index((0.7, 0.3))
 
 
+def _keeping() -> bool:
+    from adpue_tf.recommend import reuse
+
+    return reuse._KEPT is not None
+
+
+def test_the_settings_keep_fit_pues_compiled_passes_while_they_run():
+    """Table 1's loops of fit_pue calls run inside one keep_compiled block per process."""
+    from adpue_tf.experiments.bench import parallel
+    from adpue_tf.recommend import reuse
+
+    got = []
+    parallel.run_settings([(k, {}) for k in range(2)], 1, lambda key, kept: got.append(kept),
+                          work=_keeping)
+    assert got == [True, True]
+    assert parallel._run_group(_keeping, [{}, {}]) == [True, True]  # a worker's group
+    assert reuse._KEPT is None  # each block ended with its settings
+
+
 def test_jobs_must_be_a_positive_int(tmp_path):
     from adpue_tf.experiments.bench import run_linear
 

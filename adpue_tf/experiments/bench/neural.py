@@ -22,6 +22,7 @@ from adpue_tf.experiments.bench.common import (
 )
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
+from adpue_tf.recommend import keep_compiled
 
 __all__ = ["run_neural"]
 
@@ -75,10 +76,11 @@ def run_neural(cfg: table2.NeuralBenchConfig, out_dir: str | Path, *,
         prior = float(np.mean(y))
         results[name] = {}
         for ratio in cfg.ratios:
-            results[name][ratio] = [
-                table2.run_trial(x, y, features, prior, cfg, ratio, cfg.seed + t,
-                                       report=lambda m: bar.step(f"{name} r={ratio} {m}"))
-                for t in range(cfg.trials)]
+            with keep_compiled():  # the trials' fit_pue calls: each step traced once
+                results[name][ratio] = [
+                    table2.run_trial(x, y, features, prior, cfg, ratio, cfg.seed + t,
+                                     report=lambda m: bar.step(f"{name} r={ratio} {m}"))
+                    for t in range(cfg.trials)]
             done += 1
             write([])
     bar.close()
