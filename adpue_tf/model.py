@@ -171,6 +171,15 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 raise ValueError(
                     f"`initial_dagger` takes inputs of shape {guess_in} but `net` takes "
                     f"{net_in}; f† is computed on the same features as the net.")
+            mine = {id(v) for v in net.weights}
+            shared = [v.path for v in initial_dagger.weights if id(v) in mine]
+            if initial_dagger is net or shared:
+                raise ValueError(
+                    "`initial_dagger` must be a model of its own (a trained yardstick, frozen "
+                    "here), but it " + ("is `net` itself" if initial_dagger is net else
+                                        f"shares weights with `net` ({', '.join(shared[:3])})")
+                    + ": freezing it would freeze the net. Pass a separate model, a "
+                    "`keras.models.clone_model` of it with its weights, or a constant.")
             initial_dagger.trainable = False
             self.initial_model = initial_dagger
             self._initial_constant = None

@@ -192,6 +192,16 @@ def test_initial_guess_outside_unit_interval(value, err):
         adp.DebiasedModel(_net(0), initial_dagger=value)
 
 
+def test_initial_model_that_is_the_net_or_shares_its_weights_is_refused():
+    net = _net(0)
+    with pytest.raises(ValueError, match="`initial_dagger` must be a model of its own.*is `net`"):
+        adp.DebiasedModel(net, initial_dagger=net)
+    wrapper = keras.Sequential([keras.Input((2,)), net])  # the net's own layers inside
+    with pytest.raises(ValueError, match="shares weights with `net`"):
+        adp.DebiasedModel(net, initial_dagger=wrapper)
+    assert net.trainable  # nothing was frozen
+
+
 def test_initial_model_with_two_units():
     with pytest.raises(ValueError, match="initial_dagger"):
         adp.DebiasedModel(_net(0), initial_dagger=_net(1, units=2))

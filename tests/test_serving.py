@@ -562,6 +562,19 @@ def test_serving_path():
             serving_path("e", "m", bad)
     with pytest.raises(TypeError, match="`name`"):
         serving_path("e", 3, 1)
+    with pytest.raises(TypeError, match="`base` must be a str or os.PathLike, got NoneType"):
+        serving_path(None, "m", 1)
+    assert serving_path("~/export", "m", 1) == os.path.join(os.path.expanduser("~"), "export",
+                                                            "m", "1")
+
+
+def test_a_path_from_home_is_expanded_never_a_directory_named_tilde(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    got = export_for_serving(_tiny(), "~/models/1")
+    assert got == str(tmp_path / "home" / "models" / "1")
+    assert (tmp_path / "home" / "models" / "1" / "saved_model.pb").exists()
+    assert not (tmp_path / "~").exists()
 
 
 # -- feature-dict models: named features and serialized tf.Example -------------

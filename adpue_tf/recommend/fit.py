@@ -112,11 +112,14 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
     if candidates == "all":
         return every
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
-        raise TypeError(f"`candidates` must be a sequence of names, got {candidates!r}.")
+        raise TypeError(f"`candidates` must be a sequence of names, \"all\" or None, got "
+                        f"{candidates!r}.")
+    if not candidates:
+        raise ValueError(f"`candidates` is empty; give some of {list(every)}, \"all\" or "
+                         "None (the defaults).")
     unknown = [c for c in candidates if c not in every]
-    if unknown or not candidates:
-        raise ValueError(f"`candidates` must be a non-empty subset of {list(every)}; "
-                         f"unknown: {unknown}.")
+    if unknown:
+        raise ValueError(f"`candidates` must be a subset of {list(every)}; unknown: {unknown}.")
     chosen = tuple(c for c in every if c in candidates)  # each name once, in order
     if "average" in chosen and len(chosen) < 3:
         raise ValueError("`average` needs at least two other candidates.")
@@ -249,8 +252,9 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             or not 0.0 < float(validation_split) <= 0.5:
         raise ValueError(f"`validation_split` must be a number in (0, 0.5], got "
                          f"{validation_split!r}.")
-    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) \
-            or not 0.0 <= float(tolerance) < np.inf:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real):
+        raise TypeError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
+    if not 0.0 <= float(tolerance) < np.inf:
         raise ValueError(f"`tolerance` must be a number >= 0, got {tolerance!r}.")
     check_bool("refit", refit)
     check_bool("jit_compile", jit_compile)

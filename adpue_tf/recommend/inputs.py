@@ -59,6 +59,11 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
     if len(outputs) != 1 or tuple(outputs[0].shape[1:]) != (1,):
         raise ValueError("`build_net()` must return a model with one output of shape "
                          f"(batch, 1), a logit; got {[tuple(o.shape) for o in outputs]}.")
+    if not net.trainable_weights:
+        raise ValueError("`build_net()` returned a model with no trainable weights (built "
+                         "with `trainable=False`?): fit_pue trains every net it builds, and "
+                         "a frozen one would stay as initialised. Leave the net trainable "
+                         "(a frozen pretrained part inside it is fine).")
     seed_net(seeds[1])
     again = build_net()
     check_fresh(net, again)
@@ -67,6 +72,29 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
 
 #: Rows of ``x_pu`` :func:`check_logit` calls a net on.
 LOGIT_ROWS = 64
+
+
+#: Last activations whose outputs are bounded on one side or both (``relu``: ``z >= 0``,
+#: ``tanh``: ``|z| < 1``, ...): as a logit, ``σ(z)`` could not reach 0 or 1 (a ReLU ending
+#: gives ``p >= 0.5``). Refused by name.
+BOUNDED = ("relu", "relu6", "softplus", "exponential", "tanh",
+           "hard_tanh", "softsign", "elu", "selu", "celu", "gelu", "silu", "swish",
+           "hard_silu", "hard_swish", "mish")
+
+
+def _bounded_ending(net: keras.Model) -> str | None:
+    """The bounded activation (:data:`BOUNDED`) ``net``'s output comes from, if any."""
+    if isinstance(net, keras.Sequential) and net.layers:
+        last = net.layers[-1]
+    else:
+        history = getattr(net.outputs[0], "_keras_history", None)
+        last = history[0] if history is not None else None
+    if isinstance(last, keras.Model):
+        return _bounded_ending(last)
+    act = getattr(last, "activation", None)
+    name = getattr(act, "__name__", None) or (act if isinstance(act, str) else None)
+    kind = type(last).__name__.lower()
+    return name if name in BOUNDED else kind if kind in BOUNDED else None
 
 
 def check_logit(net: keras.Model, pu: Rows) -> None:
@@ -87,7 +115,19 @@ def check_logit(net: keras.Model, pu: Rows) -> None:
     if found:
         raise ValueError(f"`build_net()` must output a logit, but its model ends with a "
                          f"{found} activation: drop it (fit_pue applies the sigmoid itself).")
+    bounded = _bounded_ending(net)
+    if bounded:
+        raise ValueError(f"`build_net()` must output a logit, unbounded, but its model ends "
+                         f"with a {bounded} activation, whose outputs are bounded (as a "
+                         "logit, p could not reach 0 or 1): end it with a Dense(1) and no "
+                         "activation.")
     take = np.linspace(0, len(pu) - 1, min(LOGIT_ROWS, len(pu))).astype(np.int64)
+    first = np.asarray(keras.ops.convert_to_numpy(net(pu.take(take).x, training=False)))
+    if not np.all(np.isfinite(first)):
+        raise ValueError(f"`build_net()`'s model outputs NaN or inf on "
+                         f"{int(np.sum(~np.isfinite(first)))} of the first {len(take)} rows of "
+                         "`x_pu` before any training, though the features are finite: look at "
+                         "the net's layers (a log or a division of its inputs?).")
     kind = squashes(net, pu.take(take).x)
     if kind == "unit":
         raise ValueError(

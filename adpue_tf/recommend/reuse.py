@@ -25,12 +25,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import types
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import keras
@@ -56,17 +55,17 @@ _OPEN = 0  # nested keep_compiled blocks open (every thread's)
 _LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def keep_compiled() -> Iterator[None]:
+class keep_compiled:  # noqa: N801 - used as a function: `with keep_compiled():`
     """Keep fit_pue's compiled passes for every call inside the block; drop them at its end.
 
     A loop of :func:`adpue_tf.fit_pue` calls with the same ``build_net`` code
     (a sweep over seeds or data sets) traces each of its training steps once
-    inside the block instead of once a call, and leaves about 2.6 MB a call in
-    the process instead of about 15 MB (TensorFlow keeps part of every compiled
-    model it traced: ``docs/guide/choosing-models.md``, *Limits, measured*).
-    Outside a block every call keeps its passes only while it runs. Blocks
-    nest (the outermost one owns what is kept) and are shared by threads.
+    inside the block instead of once a call, and leaves about 2.0 MB a call in
+    the process instead of about 12.7 MB (TensorFlow keeps part of every model
+    it compiles: ``docs/guide/choosing-models.md``, *Limits, measured*).
+    Outside a block every call keeps its passes only while it runs. Blocks nest
+    (the outermost one owns what is kept), are shared by threads, and one
+    object may be entered again.
 
     Example:
         >>> import keras, adpue_tf as adp
@@ -76,17 +75,20 @@ def keep_compiled() -> Iterator[None]:
         ...     fits = [adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=1, seed=seed,
         ...                         min_steps=5, candidates=["bce_w"], verbose=0)
         ...             for seed in (0, 1)]
-        >>> kept_for(build)  # nothing after the block
-        {}
+        >>> [fit.choice for fit in fits]
+        ['bce_w', 'bce_w']
     """
-    global _KEPT, _OPEN
-    with _LOCK:
-        if _OPEN == 0:
-            _KEPT = weakref.WeakKeyDictionary()
-        _OPEN += 1
-    try:
-        yield
-    finally:
+
+    def __enter__(self) -> keep_compiled:
+        global _KEPT, _OPEN
+        with _LOCK:
+            if _OPEN == 0:
+                _KEPT = weakref.WeakKeyDictionary()
+            _OPEN += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _KEPT, _OPEN
         with _LOCK:
             _OPEN -= 1
             if _OPEN == 0:

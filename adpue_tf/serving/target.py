@@ -43,7 +43,8 @@ def serving_path(base: str | os.PathLike, name: str, version: int) -> str:
         The version directory as a string.
 
     Raises:
-        TypeError: if ``version`` is not an integer or ``name`` not a string.
+        TypeError: if ``version`` is not an integer, ``name`` not a string or
+            ``base`` not a path (a leading ``~`` is the home directory).
         ValueError: if ``version`` is negative or ``name`` is empty, ``.``,
             ``..`` or holds a path separator.
 
@@ -61,7 +62,9 @@ def serving_path(base: str | os.PathLike, name: str, version: int) -> str:
         raise TypeError(f"`version` must be an int >= 0, got {version!r}.")
     if version < 0:
         raise ValueError(f"`version` must be an int >= 0, got {version}.")
-    return os.path.join(os.fspath(base), name, str(int(version)))
+    if not isinstance(base, (str, os.PathLike)):
+        raise TypeError(f"`base` must be a str or os.PathLike, got {type(base).__name__}.")
+    return os.path.join(os.path.expanduser(os.fspath(base)), name, str(int(version)))
 
 
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
@@ -187,6 +190,8 @@ def _check_target(raw: str | os.PathLike, overwrite: bool, *, warmup: bool = Fal
     if not isinstance(raw, (str, os.PathLike)):
         raise TypeError(f"`path` must be a str or os.PathLike, got {type(raw).__name__}.")
     text = os.fspath(raw)
+    if isinstance(text, str) and text.startswith("~"):
+        text = os.path.expanduser(text)  # as a shell would: never a directory named "~"
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"`path` must name a directory to create, got {text!r}.")
     path = os.path.normpath(text)

@@ -127,6 +127,14 @@ def test_blocks_nest_the_outermost_keeps_and_drops():
     assert reuse._KEPT is None and reuse.kept_for(build) == {}
 
 
+def test_one_block_object_may_be_entered_again():
+    block = reuse.keep_compiled()
+    for _ in range(2):
+        with block as entered:
+            assert entered is block and reuse._KEPT is not None
+        assert reuse._KEPT is None
+
+
 def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own(kept):
     build = _mlp()
     first, = _fits(build, seeds=(0,))

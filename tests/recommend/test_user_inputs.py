@@ -134,7 +134,8 @@ def _tanh_logit():
 
 
 LOGIT_NETS = {
-    "relu logit": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "relu")]),
+    "leaky relu logit": lambda: keras.Sequential([keras.Input((2,)),
+                                                  keras.layers.Dense(1, "leaky_relu")]),
     "scaled tanh": _tanh_logit,
     "mlp": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, "sigmoid"),
                                      keras.layers.Dense(1)]),
@@ -151,6 +152,50 @@ def test_a_logit_net_is_not_mistaken_for_probabilities(data, name):
     check_logit(net, as_rows("x_pu", data.x_pu, "w", data.w_pu))
     for old, v in zip(before, net.weights):  # the weights are put back
         np.testing.assert_array_equal(old, v.numpy())
+
+
+BOUNDED_NETS = {
+    "Dense relu": (lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "relu")]),
+                   "relu"),
+    "ReLU layer": (lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1),
+                                             keras.layers.ReLU()]), "relu"),
+    "Activation tanh": (lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1),
+                                                  keras.layers.Activation("tanh")]), "tanh"),
+    "functional softplus": (lambda: (lambda x: keras.Model(
+        x, keras.layers.Dense(1, "softplus")(keras.layers.Dense(4)(x))))(keras.Input((2,))),
+        "softplus"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED_NETS))
+def test_a_net_whose_logit_is_bounded_is_refused_by_name(data, name):
+    """A ReLU ending gives p >= 0.5 on every row; tanh p in [0.27, 0.73]: no logit."""
+    build, act = BOUNDED_NETS[name]
+    with pytest.raises(ValueError, match=f"must output a logit, unbounded, but its model ends "
+                                         f"with a {act} activation"):
+        _fit(data, build)
+
+
+def test_a_frozen_net_is_refused(data):
+    def frozen():
+        net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        net.trainable = False
+        return net
+
+    with pytest.raises(ValueError, match=r"`build_net\(\)` returned a model with no trainable "
+                                         "weights"):
+        _fit(data, frozen)
+
+
+def test_a_net_that_outputs_nan_is_refused_before_any_warning(data):
+    def nan_net():
+        x = keras.Input((2,))
+        return keras.Model(x, keras.layers.Dense(1)(keras.ops.log(x - 1e6)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no misleading scale hint first
+        with pytest.raises(ValueError, match=r"model outputs NaN or inf on \d+ of the first"):
+            _fit(data, nan_net)
 
 
 # -- labels that W = E·Y cannot give -------------------------------------------------------
