@@ -128,6 +128,13 @@ def as_rows(name: str, x: Any, label_name: str, label: Any) -> Rows:
     if x is None or isinstance(x, (str, bytes)):
         raise TypeError(f"`{name}` must be an array, a dict of arrays or a Dataset of rows, "
                         f"got {type(x).__name__}.")
+    n_label = len(label) if hasattr(label, "__len__") else None
+    if isinstance(x, (list, tuple)) and x and all(hasattr(v, "shape") and np.ndim(v) >= 1
+                                                  for v in x) \
+            and {len(v) for v in x} == {n_label} and len(x) != n_label:
+        raise TypeError(f"`{name}` is a list of {len(x)} arrays of {n_label} rows each (a list "
+                        "of inputs); pass one array of features, or a dict of named arrays "
+                        "for a model with named inputs (keras.Model({'a': a, 'b': b}, logit)).")
     if isinstance(x, Mapping):
         x = _map_leaves(_leaf_array, name, dict(x))
     else:

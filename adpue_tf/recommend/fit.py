@@ -55,6 +55,7 @@ from adpue_tf.recommend.inputs import (
     check_whole,
     scale_hint,
     shift_hint,
+    unused_features,
 )
 from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_theta
 from adpue_tf.recommend.result import PUEFit
@@ -283,8 +284,16 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     built: dict[str | None, dict[int, keras.Model]] = {}
     for key, builder in builders.items():
         with _naming(key):
-            net, again = check_net(builder, ahead)
-            built[key] = dict(zip(ahead, (net, again)))
+            built[key] = dict(zip(ahead, check_net(builder, ahead)))
+    unused = unused_features([nets[ahead[0]] for nets in built.values()], pu)
+    if unused:
+        warnings.warn(f"`x_pu` and `x_e` hold the feature(s) {unused}, which no net of "
+                      "`build_net` takes: fit_pue leaves them out.", UserWarning, stacklevel=3)
+        pu, ex = (Rows({k: v for k, v in r.x.items() if k not in unused}, r.y)
+                  for r in (pu, ex))
+    for key in builders:
+        with _naming(key):
+            net = built[key][ahead[0]]
             check_inputs(net, pu)
             check_whole(net, pu, ex)
             check_ids(net, pu, ex)

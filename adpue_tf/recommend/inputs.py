@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -183,6 +183,27 @@ def _fits(row: tuple, ref: tuple) -> bool:
     if len(row) == len(ref) + 1 and row[-1] == 1:
         return _fits(row[:-1], ref)
     return False
+
+
+def unused_features(nets: Sequence[keras.Model], pu: Rows) -> list[str]:
+    """The keys of a dict of features that none of ``nets`` takes (sorted; empty otherwise).
+
+    Example:
+        >>> import keras, numpy as np
+        >>> a = keras.Input((1,), name="a")
+        >>> net = keras.Model({"a": a}, keras.layers.Dense(1)(a))
+        >>> unused_features([net], Rows({"a": np.zeros((2, 1)), "b": np.zeros(2)}, np.zeros(2)))
+        ['b']
+    """
+    if not isinstance(pu.x, Mapping):
+        return []
+    taken: set[str] = set()
+    for net in nets:
+        structure = _structure(net)
+        if not isinstance(structure, dict):
+            return []
+        taken |= set(structure)
+    return sorted(set(pu.x) - taken)
 
 
 def check_inputs(net: keras.Model, pu: Rows) -> None:

@@ -321,6 +321,22 @@ def _dict_net():
     return keras.Model({"a": a, "b": b}, keras.layers.Dense(1)(keras.layers.Concatenate()([a, b])))
 
 
+def test_a_feature_no_net_takes_is_left_out_with_one_warning(data):
+    extra = lambda x: {**_dict_rows(x), "extra": np.ones((len(x), 3), "float32")}  # noqa: E731
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fit = _fit(data, _dict_net, x_pu=extra(data.x_pu), x_e=extra(data.x_e))
+    ours = [str(w.message) for w in seen if "no net of `build_net` takes" in str(w.message)]
+    assert len(ours) == 1 and "['extra']" in ours[0]
+    assert not [w for w in seen if "structure" in str(w.message)]  # Keras's, once a batch
+    assert fit.model.output_shape == (None, 1)
+
+
+def test_a_list_of_input_arrays_is_named(data):
+    with pytest.raises(TypeError, match=r"`x_pu` is a list of 2 arrays of 500 rows each"):
+        _fit(data, x_pu=[data.x_pu[:, :1], data.x_pu[:, 1:]])
+
+
 def test_an_array_exposure_model_on_dict_features_is_named(data):
     theta = adp.exposure.fit_exposure_model(data.x_e, data.e_e)
     x_pu, x_e = _dict_rows(data.x_pu), _dict_rows(data.x_e)
