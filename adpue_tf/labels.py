@@ -38,6 +38,7 @@ __all__ = [
     "SOURCE",
     "DAGGER",
     "NUM_COLUMNS",
+    "UNOBSERVED",
     "pack_labels",
     "pack_pu",
     "pack_e",
@@ -320,6 +321,13 @@ def pack_sse(w: Any, e: Any) -> np.ndarray:
     return pack_labels(Source.SSE, w=w, e=e)
 
 
+#: The rule that a source's unobserved columns are 0 (what ``pack_labels`` writes); a
+#: label matrix whose columns were swapped breaks it.
+UNOBSERVED = ("column w must be 0 on rows of a source that observes no W (E, P, U), and "
+              "column e 0 on rows of a source that observes no E (PU, P, U): are the "
+              "columns swapped? Pack them with pack_labels")
+
+
 def check_packed(name: str, y: Any) -> np.ndarray:
     """Validate a packed label matrix held in NumPy.
 
@@ -332,8 +340,9 @@ def check_packed(name: str, y: Any) -> np.ndarray:
 
     Raises:
         ValueError: on a wrong number of columns, NaN/inf, ``w``/``e``
-            outside {0, 1}, an unknown source code, or ``dagger`` outside
-            ``[0, 1]``.
+            outside {0, 1}, an unknown source code, ``dagger`` outside
+            ``[0, 1]``, or a ``w``/``e`` not 0 on a row whose source does not
+            observe it (:data:`UNOBSERVED`).
 
     Example:
         >>> check_packed("y", pack_pu([1, 0])).shape
@@ -357,4 +366,10 @@ def check_packed(name: str, y: Any) -> np.ndarray:
         )
     if arr.shape[1] == 4 and np.any((arr[:, DAGGER] < 0) | (arr[:, DAGGER] > 1)):
         raise ValueError(f"`{name}[:, {DAGGER}]` (dagger) must lie in [0, 1].")
+    stray_w = (arr[:, W] != 0) & ~np.isin(codes, [int(Source.PU), int(Source.SSE)])
+    stray_e = (arr[:, E] != 0) & ~np.isin(codes, [int(Source.E), int(Source.SSE)])
+    if np.any(stray_w) or np.any(stray_e):
+        raise ValueError(
+            f"`{name}`: {UNOBSERVED} ({int(np.sum(stray_w))} row(s) with w != 0 from "
+            f"E, P or U, {int(np.sum(stray_e))} with e != 0 from PU, P or U).")
     return arr.astype(np.float32, copy=False)
