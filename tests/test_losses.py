@@ -203,6 +203,19 @@ def test_every_packed_source_keeps_the_unobserved_columns_at_0():
     assert adp.labels.check_packed("y", y).shape == (10, 3)
 
 
+def test_rows_that_differ_under_a_dynamic_batch_are_named_in_graph_mode():
+    """A traced step whose batch size is open: TensorFlow's own shape error before."""
+    y = np.concatenate([adp.pack_labels(adp.Source.PU, w=[1, 0, 1, 0]),
+                        adp.pack_labels(adp.Source.E, e=[1, 0, 1, 0])])
+    loss = adp.ADPUELoss(from_logits=True)
+    step = tf.function(lambda a, b: loss(a, b), input_signature=[
+        tf.TensorSpec([None, 3]), tf.TensorSpec([None, 1])])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="`y_true` and `y_pred` must have the same number of rows"):
+        step(y, np.zeros((6, 1), np.float32))
+    assert np.isfinite(float(step(y, np.zeros((8, 1), np.float32))))
+
+
 @pytest.mark.parametrize("shape", [(4, 2), (4, 1, 1), (2, 1)])
 def test_bad_prediction_shape(shape):
     y = np.concatenate([adp.pack_labels(adp.Source.PU, w=[1, 0]),

@@ -71,4 +71,5 @@ def test_the_folded_assertion_reports_the_first_failing_check():
     with pytest.raises(tf.errors.InvalidArgumentError, match="unknown source code"):
         step((x, bad_y))
     with pytest.raises(tf.errors.InvalidArgumentError, match="ADPUELoss reads rows of"):
-        step((x, tf.tensor_scatter_nd_update(y, [[2, 2]], [3.0])))  # a U row
+        step((x, tf.tensor_scatter_nd_update(y, [[2, 0], [2, 1], [2, 2]],
+                                             [0.0, 0.0, 3.0])))  # a U row (no W, no E)

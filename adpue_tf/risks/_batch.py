@@ -337,6 +337,12 @@ def unpack(
         raise ValueError(
             f"`y_true` has {shape[0]} rows but `y_pred` has {z.shape[0]}."
         )
+    if TENSORFLOW and (shape[0] is None or z.shape[0] is None) and _traced(z):
+        # rows known only when the step runs: checked before anything reads z (one Assert
+        # op without data: no conditional, nothing formatted unless it fails)
+        z = _with_checks(z, fold_checks([(
+            tf.equal(tf.shape(y)[0], tf.shape(z)[0]),
+            "`y_true` and `y_pred` must have the same number of rows", None)]))
     if shape[1] == 4:
         dagger = ops.stop_gradient(ops.clip(y[:, labels.DAGGER], 0.0, 1.0))
     else:
