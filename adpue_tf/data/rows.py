@@ -79,6 +79,9 @@ def _read_dataset(name: str, label_name: str, ds: tf.data.Dataset) -> tuple[Any,
                         f"{spec}.")
     label_shape = tuple(spec[1].shape) if hasattr(spec[1], "shape") else None
     if label_shape is not None and label_shape not in ((), (1,)):
+        if label_shape[0] is not None:  # a fixed size: several values a row, not a batch
+            raise ValueError(f"`{name}`: each row's {label_name} must be one value (shape () "
+                             f"or (1,)), got shape {label_shape}.")
         raise ValueError(f"`{name}` must be a Dataset of unbatched rows, but its {label_name} "
                          f"has shape {label_shape} (batches?); pass `ds.unbatch()` or the "
                          "rows before `.batch()`.")

@@ -146,7 +146,8 @@ class FitOptions(TypedDict, total=False):
         learning_rate: Adam's learning rate for every net; default 1e-2.
         min_steps: optimizer steps each net takes at least: on small data each
             epoch grows to reach them over ``epochs``; default 500.
-        rounds: alternate-learning rounds of ``adpue_rounds`` and ``adpue_ratio``;
+        rounds: alternate-learning rounds of ``adpue_rounds`` and ``adpue_ratio``,
+            at most one a epoch (``epochs`` rounds when it exceeds ``epochs``);
             default 10.
         patience: epochs without improvement that end a pass, None: all
             ``epochs``; default 2.

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,13 @@ def check_net(build_net: Callable[[], keras.Model], seeds: tuple[int, int]
     if not callable(build_net) or isinstance(build_net, keras.Model):
         raise TypeError("`build_net` must be a function that returns a fresh Keras model "
                         f"(features -> one logit), got {type(build_net).__name__}.")
+    try:
+        inspect.signature(build_net).bind()
+    except TypeError as err:
+        raise TypeError(f"`build_net` must take no arguments (fit_pue calls `build_net()` once "
+                        f"per net; bind yours, e.g. `lambda: make_net(dim)`): {err}.") from None
+    except ValueError:  # no signature to read (a builtin): its call says
+        pass
     seed_net(seeds[0])
     net = build_net()
     if not isinstance(net, keras.Model):

@@ -176,6 +176,7 @@ _LAYER = keras.layers.Dense(1)
 BAD = [
     (dict(build_net=keras.Sequential()), TypeError, "`build_net` must be a function"),
     (dict(build_net=lambda: 3), TypeError, r"`build_net\(\)` must return a keras.Model"),
+    (dict(build_net=lambda dim: None), TypeError, "`build_net` must take no arguments"),
     (dict(build_net=lambda: keras.Sequential([keras.Input((2,)),
                                               keras.layers.Dense(1, "sigmoid")])),
      ValueError, "must output a logit.*sigmoid"),
@@ -371,6 +372,14 @@ def test_a_batched_dataset_is_refused_before_it_is_read(data):
     ds = tf.data.Dataset.from_tensor_slices((data.x_pu, data.w_pu)).batch(32)
     with pytest.raises(ValueError, match="`x_pu` must be a Dataset of unbatched rows, but its w "
                                          "has shape \\(None,\\) \\(batches\\?\\)"):
+        adp.fit_pue(linear(), ds, None, data.x_e, data.e_e, **FAST)
+
+
+def test_a_dataset_with_two_labels_a_row_is_named(data):
+    two = np.stack([data.w_pu, data.w_pu], axis=1)
+    ds = tf.data.Dataset.from_tensor_slices((data.x_pu, two))
+    with pytest.raises(ValueError, match=r"`x_pu`: each row's w must be one value \(shape \(\) "
+                                         r"or \(1,\)\), got shape \(2,\)"):
         adp.fit_pue(linear(), ds, None, data.x_e, data.e_e, **FAST)
 
 
