@@ -38,6 +38,8 @@ __all__ = [
     "SOURCE",
     "DAGGER",
     "NUM_COLUMNS",
+    "OBSERVES_E",
+    "OBSERVES_W",
     "UNOBSERVED",
     "pack_labels",
     "pack_pu",
@@ -85,6 +87,12 @@ class Source(enum.IntEnum):
     P = 2
     U = 3
     SSE = 4
+
+
+#: The sources whose rows observe ``W`` (column ``w``), and those that observe ``E``
+#: (column ``e``); on the other rows the column is 0 (:data:`UNOBSERVED`).
+OBSERVES_W = (Source.PU, Source.SSE)
+OBSERVES_E = (Source.E, Source.SSE)
 
 
 def as_real_array(name: str, value: Any) -> np.ndarray:
@@ -255,8 +263,7 @@ def pack_labels(
             f"`source` must be one of {[s.name for s in Source]} "
             f"({[int(s) for s in Source]}), got {source!r}."
         ) from None
-    needs_w = src in (Source.PU, Source.SSE)
-    needs_e = src in (Source.E, Source.SSE)
+    needs_w, needs_e = src in OBSERVES_W, src in OBSERVES_E
     if needs_w and w is None:
         raise ValueError(f"Source {src.name} needs `w`.")
     if needs_e and e is None:
@@ -366,8 +373,8 @@ def check_packed(name: str, y: Any) -> np.ndarray:
         )
     if arr.shape[1] == 4 and np.any((arr[:, DAGGER] < 0) | (arr[:, DAGGER] > 1)):
         raise ValueError(f"`{name}[:, {DAGGER}]` (dagger) must lie in [0, 1].")
-    stray_w = (arr[:, W] != 0) & ~np.isin(codes, [int(Source.PU), int(Source.SSE)])
-    stray_e = (arr[:, E] != 0) & ~np.isin(codes, [int(Source.E), int(Source.SSE)])
+    stray_w = (arr[:, W] != 0) & ~np.isin(codes, OBSERVES_W)
+    stray_e = (arr[:, E] != 0) & ~np.isin(codes, OBSERVES_E)
     if np.any(stray_w) or np.any(stray_e):
         raise ValueError(
             f"`{name}`: {UNOBSERVED} ({int(np.sum(stray_w))} row(s) with w != 0 from "

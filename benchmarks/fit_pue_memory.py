@@ -15,6 +15,7 @@ which is what TensorFlow keeps of any compiled model::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -49,13 +50,7 @@ def _child(mode: str, calls: int, models: int) -> list[float]:
             adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, seed=seed, verbose=0)
 
     rss = []
-    if mode == "block":
-        with adp.recommend.keep_compiled():
-            for seed in range(calls):
-                one(seed)
-                gc.collect()
-                rss.append(_rss_mb())
-    else:
+    with adp.recommend.keep_compiled() if mode == "block" else contextlib.nullcontext():
         for seed in range(calls):
             one(seed)
             gc.collect()

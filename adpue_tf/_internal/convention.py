@@ -18,6 +18,7 @@ The loss-side check of the same rule is :func:`adpue_tf._internal.guards.to_logi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -34,40 +35,43 @@ __all__ = ["check_logit_model", "check_output_convention", "check_output_values"
 _SQUASHING = ("sigmoid", "softmax", "hard_sigmoid", "log_softmax")
 
 
-def _activation_name(operation: Any) -> str | None:
-    """The squashing activation ``operation`` ends with, if any."""
+def _activation_name(operation: Any, names: Sequence[str]) -> str | None:
+    """The activation of ``names`` that ``operation`` ends with, if any."""
     act = getattr(operation, "activation", None)
     name = getattr(act, "__name__", None) or (act if isinstance(act, str) else None)
-    if name in _SQUASHING:
+    if name in names:
         return name
     kind = type(operation).__name__.lower()
-    if kind in _SQUASHING or kind == "softmax":
+    if kind in names:
         return kind
     if isinstance(operation, keras.Model):
-        return final_activation(operation)
+        return final_activation(operation, names)
     return None
 
 
-def final_activation(model: Any) -> str | None:
-    """The name of the sigmoid/softmax activation that produces ``model``'s output, or None.
+def final_activation(model: Any, names: Sequence[str] = _SQUASHING) -> str | None:
+    """The name of the activation of ``names`` (sigmoid/softmax) that produces ``model``'s output.
 
     Looks at the operation behind the output of a built functional or
     ``Sequential`` model (recursing into a nested model), and at the last layer
     of a ``Sequential``; a ``DebiasedModel`` is looked at through its ``net``.
     Subclassed models and plain functions give None (their outputs are
-    checked by :func:`check_output_values` on a sample instead).
+    checked by :func:`check_output_values` on a sample instead), as does a
+    model whose output comes from none of ``names``.
 
     Example:
         >>> import keras
         >>> net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, "sigmoid")])
         >>> final_activation(net), final_activation(keras.layers.Dense(1))
         ('sigmoid', None)
+        >>> final_activation(keras.Sequential([keras.Input((2,)), keras.layers.ReLU()]), ["relu"])
+        'relu'
     """
     model = getattr(model, "net", model) if isinstance(model, keras.Model) else model
     if not isinstance(model, keras.Model):
         return None
     if isinstance(model, keras.Sequential) and model.layers:
-        return _activation_name(model.layers[-1])
+        return _activation_name(model.layers[-1], names)
     try:
         outputs = tf.nest.flatten(model.outputs)
     except (AttributeError, ValueError):
@@ -75,7 +79,7 @@ def final_activation(model: Any) -> str | None:
     for out in outputs:
         history = getattr(out, "_keras_history", None)
         if history is not None:
-            found = _activation_name(history[0])
+            found = _activation_name(history[0], names)
             if found:
                 return found
     return None

@@ -90,21 +90,6 @@ BOUNDED = ("relu", "relu6", "softplus", "exponential", "tanh",
            "hard_silu", "hard_swish", "mish")
 
 
-def _bounded_ending(net: keras.Model) -> str | None:
-    """The bounded activation (:data:`BOUNDED`) ``net``'s output comes from, if any."""
-    if isinstance(net, keras.Sequential) and net.layers:
-        last = net.layers[-1]
-    else:
-        history = getattr(net.outputs[0], "_keras_history", None)
-        last = history[0] if history is not None else None
-    if isinstance(last, keras.Model):
-        return _bounded_ending(last)
-    act = getattr(last, "activation", None)
-    name = getattr(act, "__name__", None) or (act if isinstance(act, str) else None)
-    kind = type(last).__name__.lower()
-    return name if name in BOUNDED else kind if kind in BOUNDED else None
-
-
 def check_logit(net: keras.Model, pu: Rows) -> None:
     """``net`` outputs a logit, not a probability: checked by what it computes.
 
@@ -123,20 +108,21 @@ def check_logit(net: keras.Model, pu: Rows) -> None:
     if found:
         raise ValueError(f"`build_net()` must output a logit, but its model ends with a "
                          f"{found} activation: drop it (fit_pue applies the sigmoid itself).")
-    bounded = _bounded_ending(net)
+    bounded = final_activation(net, BOUNDED)
     if bounded:
         raise ValueError(f"`build_net()` must output a logit, unbounded, but its model ends "
                          f"with a {bounded} activation, whose outputs are bounded (as a "
                          "logit, p could not reach 0 or 1): end it with a Dense(1) and no "
                          "activation.")
     take = np.linspace(0, len(pu) - 1, min(LOGIT_ROWS, len(pu))).astype(np.int64)
-    first = np.asarray(keras.ops.convert_to_numpy(net(pu.take(take).x, training=False)))
+    rows = pu.take(take).x
+    first = np.asarray(keras.ops.convert_to_numpy(net(rows, training=False)))
     if not np.all(np.isfinite(first)):
         raise ValueError(f"`build_net()`'s model outputs NaN or inf on "
                          f"{int(np.sum(~np.isfinite(first)))} of the first {len(take)} rows of "
                          "`x_pu` before any training, though the features are finite: look at "
                          "the net's layers (a log or a division of its inputs?).")
-    kind = squashes(net, pu.take(take).x)
+    kind = squashes(net, rows)
     if kind == "unit":
         raise ValueError(
             "`build_net()` must output a logit, but its model's outputs stay in [0, 1] "

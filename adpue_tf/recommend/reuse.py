@@ -55,7 +55,7 @@ _OPEN = 0  # nested keep_compiled blocks open (every thread's)
 _LOCK = threading.Lock()
 
 
-class keep_compiled:  # noqa: N801 - used as a function: `with keep_compiled():`
+class keep_compiled:  # lower case: used as a function, `with keep_compiled():`
     """Keep fit_pue's compiled passes for every call inside the block; drop them at its end.
 
     A loop of :func:`adpue_tf.fit_pue` calls with the same ``build_net`` code

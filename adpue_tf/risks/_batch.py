@@ -78,8 +78,8 @@ def _graph_asserts(y: Any, extra: Sequence[Check] = (), first: Sequence[Check] =
     w, e, src = y[:, labels.W], y[:, labels.E], y[:, labels.SOURCE]
     binary = ops.all((w * (1.0 - w) == 0.0) & (e * (1.0 - e) == 0.0))
     known = ops.all((src == ops.round(src)) & (src >= 0.0) & (src <= 4.0))
-    has_w = (src == float(labels.Source.PU)) | (src == float(labels.Source.SSE))
-    has_e = (src == float(labels.Source.E)) | (src == float(labels.Source.SSE))
+    has_w, has_e = (ops.any(ops.stack([src == float(s) for s in sources]), axis=0)
+                    for sources in (labels.OBSERVES_W, labels.OBSERVES_E))
     observed = ops.all((has_w | (w == 0.0)) & (has_e | (e == 0.0)))
     checks: list[Check] = [
         (binary, "y_true: columns w and e must hold only 0 and 1", None),
