@@ -205,8 +205,8 @@ def targets(results: dict, tp: dict | None) -> list[str]:
         best = min((m for m in RIVALS if m in e), key=lambda m: e[m]["log_loss_to_p"])
         line(f"{where}: Recommended log-loss to p < BCE, IPS, direct ADPUE",
              f"{e['recommended']['log_loss_to_p']:.4f} vs " + ", ".join(
-                 f"{m} {e[m]['log_loss_to_p']:.4f}" if m in e else f"{m} diverged"
-                 for m in RIVALS),
+                 f"{m} {e[m]['log_loss_to_p']:.4f}" if m in e
+                 else f"{m} {'diverged' if m in r else 'not run'}" for m in RIVALS),
              e["recommended"]["log_loss_to_p"] < e[best]["log_loss_to_p"])
         line(f"{where}: Recommended MAE to p ≤ BCE", f"{e['recommended']['mae']:.4f} vs "
              f"{e['bce']['mae']:.4f}", e["recommended"]["mae"] <= e["bce"]["mae"])

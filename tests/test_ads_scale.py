@@ -189,3 +189,11 @@ def test_steps_per_execution_reaches_the_streamed_models_and_their_children(tmp_
     args = ads_scale.parse_args(["--steps-per-execution", "16"])
     ads_scale._in_subprocess(args, "adpue", ads_scale.Path("log"), ads_scale.Path("t"))
     assert ads_scale.parse_args(seen[0][3:]).steps_per_execution == 16
+
+
+def test_targets_tell_a_rival_not_run_from_one_that_diverged():
+    methods = {"bce": _run(0.60, 0.10), "ips": {"diverged": "at every learning rate tried"},
+               "recommended": _run(0.50, 0.09)}
+    results = {"rows_10": {"rows": 10, "policy": "logistic", "methods": methods}}
+    text = "\n".join(ads_scale_report.targets(results, None))
+    assert "ips diverged, adpue not run" in text

@@ -20,10 +20,16 @@ Example:
 
 from __future__ import annotations
 
+import threading
+
 import keras
 import tensorflow as tf
 
-__all__ = ["TF_SEED", "pin_tf_seed", "seed_net"]
+__all__ = ["BUILDING", "TF_SEED", "pin_tf_seed", "seed_net"]
+
+#: Held while a net is seeded and built, or built unseeded beside one: the seeds are
+#: global, so passes trained side by side build one net at a time.
+BUILDING = threading.Lock()
 
 #: TensorFlow's default graph seed: what seeded ops combine with when no global seed is set.
 TF_SEED = 87654321

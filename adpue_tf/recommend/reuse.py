@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf._internal.backend import TENSORFLOW
+from adpue_tf._internal.seeding import BUILDING
 
 __all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "keep_compiled",
            "kept_for", "owner", "probe_rows", "signature", "unnamed"]
@@ -338,7 +339,8 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
     full = (key, sigs)
     entry = kept.pop(full, None)  # checked out until give()
     if entry is None:
-        live = [b() for b in builders]
+        with BUILDING:  # another pass may be seeding a net
+            live = [b() for b in builders]
         if tuple(signature(net) for net in live) != sigs:  # build_net changed its nets
             return Compiled(build(fresh), fresh)
         entry = Compiled(build(live), live, home=(kept, full))

@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
 import operator
+import os
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
 
@@ -31,7 +33,7 @@ import tensorflow as tf
 from adpue_tf._internal.backend import BACKEND
 from adpue_tf._internal.guards import DIVERGED
 from adpue_tf._internal.numeric import sigmoid
-from adpue_tf._internal.seeding import seed_net
+from adpue_tf._internal.seeding import BUILDING, seed_net
 from adpue_tf.data import pue_dataset
 from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_e, pack_pu
@@ -65,6 +67,9 @@ Heads = dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]
 #: The name a joint pass's shuffles are seeded by (not its first net's: a new entry of
 #: the table changes no other net's batches).
 JOINT = "joint pass"
+
+#: Independent passes run at once on large data (a step of small nets leaves a core idle).
+PARALLEL_PASSES = 2
 
 
 class Failed(Exception):
@@ -183,8 +188,9 @@ class Stage:
         ahead = self._built.pop(seed, None)
         if ahead is not None:
             return ahead
-        seed_net(seed)  # the kernel cache kept (see seed_net)
-        return self.build_net()
+        with BUILDING:
+            seed_net(seed)  # the kernel cache kept (see seed_net)
+            return self.build_net()
 
     def probabilities(self, name: str, x: Any) -> np.ndarray:
         """The trained ``name``'s probabilities on rows ``x``: a column another net trains on.
@@ -280,20 +286,24 @@ class Stage:
 # -- the one training routine ----------------------------------------------------------------
 def train_all(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
               pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
-    """Train ``names`` (and what they need) in every stage: the nets with a risk together first.
+    """Train ``names`` (and what they need) in every stage, in rounds of independent passes.
 
-    ``θ̂`` is always trained when the stages have held-out rows (the
+    Each round trains every net whose needs are trained (:func:`train`: the
+    nets with a risk together, those that read ``θ̂`` as a label in a pass of
+    their own, each net in a model of its own alone; side by side on large
+    data). ``θ̂`` is always trained when the stages have held-out rows (the
     tie-break reads it); a derived candidate (``average``) only once its parts
     are chosen. Failures are recorded in the stages.
     """
     wanted = {n for name in names for n in with_needs(name, stages[0].parts)}
     if stages[0].held_out is not None:
         wanted.add(THETA)
-    for column in (False, True):  # the nets that read θ̂ as a label once it is trained
-        together = [n for n in TABLE if n in wanted and TABLE[n].risk is not None
-                    and TABLE[n].theta_column == column]
-        if together:
-            train(stages, together, pu, e, pu_fold, e_fold)
+    nets = [n for n in TABLE if n in wanted and TABLE[n].parts is None]
+    while nets:
+        ready = [n for n in nets
+                 if all(st.has(m) for st in stages for m in TABLE[n].needs)] or nets
+        train(stages, ready, pu, e, pu_fold, e_fold)
+        nets = [n for n in nets if n not in ready]
     for name in [n for n in TABLE if n in wanted]:
         for st in stages:
             if not TABLE[name].derived or name in st.parts:
@@ -305,9 +315,12 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
     """Train the nets ``names`` of every stage; each is installed in its stage, or failed there.
 
     A stage trains on the rows whose fold is not its ``fold`` (``-1``: no stage
-    holds the row out). The nets with a risk train in one pass, those in a
-    model of their own one pass each (on their stage's rows); a stage's net
-    whose needs failed fails with them. Nets a stage has already are skipped.
+    holds the row out). The nets with a risk train in one pass (those that
+    read ``θ̂`` as a label in a second), those in a model of their own one pass
+    each (on their stage's rows); a stage's net whose needs failed fails with
+    them, one that needs another of ``names`` trains after it. Nets a stage
+    has already are skipped. The passes are independent: on large data they
+    run :data:`PARALLEL_PASSES` at a time (:func:`_run`).
 
     Args:
         stages: one per fold and net of a mapping (``held_out``: the rows of their ``fold``).
@@ -315,11 +328,14 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
         pu, e: every PU and E row.
         pu_fold, e_fold: each row's fold.
     """
-    jobs, theta = [], {}
+    jobs, later, theta = [], [], {}
     for s, st in enumerate(stages):
         for name in names:
             entry = TABLE[name]
             if st.has(name):
+                continue
+            if any(n in names and not st.has(n) for n in entry.needs):
+                later.append(name)  # needs a net of this call: after it, on its own
                 continue
             missing = [n for n in entry.needs if not st.trains(n)]
             if not missing and entry.risk is not None and entry.theta_column and s not in theta:
@@ -332,9 +348,13 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
                 st.failed[name] = f"{name} needs {missing[0]}: {st.failed[missing[0]]}"
             else:
                 jobs.append((s, name))
-    together = [job for job in jobs if TABLE[job[1]].risk is not None]
-    if together:
-        _pass(stages, together, _together(stages, together, pu, e, pu_fold, e_fold, theta))
+    passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]] = []
+    for column in (False, True):
+        together = [job for job in jobs if TABLE[job[1]].risk is not None
+                    and TABLE[job[1]].theta_column == column]
+        if together:
+            passes.append((stages, together,
+                           _together(stages, together, pu, e, pu_fold, e_fold, theta)))
     for s, name in jobs:
         own = TABLE[name].own
         if own is not None:
@@ -343,7 +363,35 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
             except Failed as err:
                 stages[s].failed[name] = str(err)
                 continue
-            _pass([stages[s]], [(0, name)], spec)
+            passes.append(([stages[s]], [(0, name)], spec))
+    _run(passes)
+    for name in dict.fromkeys(later):
+        for st in stages:
+            st.trains(name)
+
+
+def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> None:
+    """Run the independent ``passes``: two at a time where that pays (large data, TensorFlow)."""
+    workers = PARALLEL_PASSES if (len(passes) > 1 and BACKEND == "tensorflow"
+                                  and not tf.distribute.has_strategy()
+                                  and (os.cpu_count() or 1) > 1
+                                  and not any(fits(p[2].rows, p[0][0].cfg.batch_size)
+                                              for p in passes)) else 1
+    if workers == 1:
+        for stages, jobs, spec in passes:
+            _pass(stages, jobs, spec)
+        return
+    policy = keras.config.dtype_policy()  # Keras's settings are per thread
+
+    def run(args: tuple[Sequence[Stage], list[tuple[int, str]], _Spec]) -> None:
+        keras.config.set_dtype_policy(policy)
+        _pass(*args)
+
+    # longest first: the other worker takes the rest meanwhile
+    order = sorted(passes, key=lambda p: -p[2].rows * len(p[2].fresh))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for future in [pool.submit(run, p) for p in order]:
+            future.result()
 
 
 class _Spec(NamedTuple):

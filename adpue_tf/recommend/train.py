@@ -53,36 +53,46 @@ class Settings:
 _SCORE_BATCH = 8192
 
 
-def _forward(model: keras.Model, rows: int) -> Callable[[Any], Any]:
+def _forward(model: keras.Model, x: Any) -> Callable[[Any], Any]:
     """``model(x, training=False)``: eager for fewer than :data:`_SCORE_BATCH` rows, else traced.
 
     A net scores the same held-out rows after every epoch; on large sets a
-    traced forward pass (one per model, kept with it) is about 4x faster than
-    eager calls, and on small ones its tracing would cost more than it saves.
+    traced forward pass (one per model and layout of ``x``, kept with the
+    model, traced once for every batch size) is about 4x faster than eager
+    calls, and on small ones its tracing would cost more than it saves.
     """
-    if rows < _SCORE_BATCH or not TENSORFLOW:
-        return lambda x: model(x, training=False)
-    fn = _TRACED.get(model)
+    if len(tf.nest.flatten(x)[0]) < _SCORE_BATCH or not TENSORFLOW:
+        return lambda rows: model(rows, training=False)
+    specs = tf.nest.map_structure(_any_rows, x)
+    key = str(specs)
+    traced = _TRACED.setdefault(model, {})
+    fn = traced.get(key)
     if fn is None:
         ref = weakref.ref(model)  # the cache must not keep the model alive
 
-        def call(x: Any) -> Any:
+        def call(rows: Any) -> Any:
             net = ref()
             assert net is not None  # the cache entry dies with the model
-            return net(x, training=False)
+            return net(rows, training=False)
 
-        fn = _TRACED[model] = tf.function(call, reduce_retracing=True)
+        fn = traced[key] = tf.function(call, input_signature=[specs])
     return fn
 
 
-#: The traced forward pass of each model that scored a large set (dropped with the model).
+def _any_rows(column: Any) -> tf.TensorSpec:
+    """A column's spec for any number of rows (the last batch is shorter: not traced again)."""
+    head = tf.convert_to_tensor(column[:1])
+    return tf.TensorSpec((None, *head.shape[1:]), head.dtype)
+
+
+#: The traced forward passes of each model that scored a large set (dropped with the model).
 _TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def outputs(model: keras.Model, x: Any) -> np.ndarray:
     """The model's outputs on every row of ``x`` (array or dict), as it computes them, in batches."""
     n = len(tf.nest.flatten(x)[0])
-    forward = _forward(model, n)
+    forward = _forward(model, x)
     parts = []
     for i in range(0, n, _SCORE_BATCH):
         rows = tf.nest.map_structure(lambda v, i=i: v[i:i + _SCORE_BATCH], x)

@@ -29,6 +29,34 @@ def test_logits_of_a_large_set_are_the_eager_ones_and_the_cache_dies_with_the_mo
     assert ref() is None
 
 
+def test_a_large_set_is_traced_once_for_every_batch_size():
+    """The last, shorter batch and another set of other length reuse the first trace."""
+    keras.utils.set_random_seed(0)
+    net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    rng = np.random.default_rng(0)
+    a, b = (rng.normal(size=(n, 3)).astype("float32") for n in (20_000, 9_001))
+    for x in (a, b):
+        eager = np.concatenate([np.ravel(net(x[i:i + 8192], training=False))
+                                for i in range(0, len(x), 8192)])
+        np.testing.assert_allclose(train.logits(net, x), eager, rtol=1e-6, atol=1e-6)
+    (fn,) = train._TRACED[net].values()
+    assert fn.experimental_get_tracing_count() == 1
+
+
+def test_dict_features_with_strings_are_traced_with_their_dtypes():
+    inputs = {"id": keras.Input((1,), dtype="string"), "v": keras.Input((2,))}
+    ids = keras.layers.StringLookup(vocabulary=["a", "b"])(inputs["id"])
+    net = keras.Model(inputs, keras.layers.Dense(1)(
+        keras.layers.Concatenate()([keras.ops.cast(ids, "float32"), inputs["v"]])))
+    n = 9_000
+    x = {"id": np.array([["a"], ["b"], ["c"]] * (n // 3)),
+         "v": np.ones((n, 2), "float32")}
+    z = train.logits(net, x)
+    np.testing.assert_allclose(z[:3], np.ravel(net({k: v[:3] for k, v in x.items()})),
+                               rtol=1e-6)
+    assert len(train._TRACED[net]) == 1
+
+
 def _pue_rows(seed: int = 0) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(50, 2)).astype("float32")
