@@ -371,9 +371,18 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
 
 
 def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> None:
-    """Run the independent ``passes``: two at a time where that pays (large data, TensorFlow)."""
+    """Run the independent ``passes``: :data:`PARALLEL_PASSES` at a time where that pays.
+
+    Side by side only on data larger than a batch (full-batch passes are quick),
+    on TensorFlow, outside a distribution strategy and on a host without a GPU:
+    a caller's strategy or ``tf.device`` scope holds in its own thread only, and
+    on a CPU-only host a device scope can only name the CPU. Keras's dtype
+    policy (also per thread) is the caller's in every pass. The first error
+    raised in a pass is raised here, after the passes under way have ended.
+    """
     workers = PARALLEL_PASSES if (len(passes) > 1 and BACKEND == "tensorflow"
                                   and not tf.distribute.has_strategy()
+                                  and not tf.config.list_logical_devices("GPU")
                                   and (os.cpu_count() or 1) > 1
                                   and not any(fits(p[2].rows, p[0][0].cfg.batch_size)
                                               for p in passes)) else 1
@@ -381,7 +390,7 @@ def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> 
         for stages, jobs, spec in passes:
             _pass(stages, jobs, spec)
         return
-    policy = keras.config.dtype_policy()  # Keras's settings are per thread
+    policy = keras.config.dtype_policy()
 
     def run(args: tuple[Sequence[Stage], list[tuple[int, str]], _Spec]) -> None:
         keras.config.set_dtype_policy(policy)
@@ -389,9 +398,12 @@ def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> 
 
     # longest first: the other worker takes the rest meanwhile
     order = sorted(passes, key=lambda p: -p[2].rows * len(p[2].fresh))
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="fit_pue pass")
+    try:
         for future in [pool.submit(run, p) for p in order]:
             future.result()
+    finally:  # an error (or an interrupt): no new pass starts; those under way end first
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Spec(NamedTuple):

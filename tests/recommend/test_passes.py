@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import keras
 import numpy as np
@@ -88,10 +89,30 @@ def test_workers_see_the_callers_dtype_policy_and_raise_in_the_caller(monkeypatc
         keras.config.set_dtype_policy(before)
 
 
-def test_small_data_and_single_passes_run_in_the_callers_thread(monkeypatch):
+def test_small_data_single_passes_and_gpu_hosts_run_in_the_callers_thread(monkeypatch):
     seen = []
     monkeypatch.setattr(stage, "_pass",
                         lambda *a: seen.append(threading.current_thread().name))
     stage._run([_spec(1000), _spec(50)])  # one fits in a batch: full-batch data is tabular
     stage._run([_spec(1000)])
     assert set(seen) == {threading.main_thread().name} and len(seen) == 3
+    # a caller's tf.device scope holds in its thread only: never side by side beside a GPU
+    monkeypatch.setattr(stage.tf.config, "list_logical_devices",
+                        lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
+    stage._run([_spec(1000), _spec(2000)])
+    assert set(seen) == {threading.main_thread().name} and len(seen) == 5
+
+
+def test_an_error_is_raised_after_the_passes_under_way_have_ended(monkeypatch):
+    ended = []
+
+    def fake(stages, jobs, spec):
+        if spec.rows == 3000:
+            raise RuntimeError("the longest pass failed")
+        time.sleep(0.3)
+        ended.append(spec.rows)
+
+    monkeypatch.setattr(stage, "_pass", fake)
+    with pytest.raises(RuntimeError, match="longest"):
+        stage._run([_spec(2000), _spec(3000)])
+    assert ended == [2000]  # no pass left training behind the caller's back
