@@ -332,7 +332,8 @@ def scale_hint(net: keras.Model, pu: Rows, rows: int = 1000,
 
 
 #: :func:`shift_hint` also flags a feature whose standard deviation in one log is over
-#: SPREAD times the other's, when both logs have SPREAD_ROWS rows or more.
+#: SPREAD times the other's, when both logs have SPREAD_ROWS rows or more and the
+#: variances differ by more than six standard errors.
 SPREAD, SPREAD_ROWS = 2.0, 200
 #: Rows of each log compared by :func:`shift_hint` at most (a seeded sample beyond:
 #: a standard error of about 0.014 SD, and bounded memory for wide features).
@@ -348,7 +349,11 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
     than half a pooled standard deviation and by more than six standard
     errors (so chance does not flag it on small logs), or when, with
     :data:`SPREAD_ROWS` rows in each log, its standard deviation in one log
-    is over :data:`SPREAD` times the other's. Returns the sentence, or None.
+    is over :data:`SPREAD` times the other's and its variances differ by more
+    than six standard errors (a variance's is ``sqrt((m4 - var²) / n)`` of the
+    pooled rows: large for a column that is almost always one value, such as
+    an image's corner pixel or a rare one-hot, whose spreads differ by chance).
+    Returns the sentence, or None.
     """
     def floats(rows: Rows) -> dict[str, np.ndarray]:
         x = rows.x if isinstance(rows.x, dict) else {"": rows.x}
@@ -378,9 +383,15 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
                      f"means {d[i]:.2g} SD apart") for i in bad]
         # a spread SPREAD times the other's (a feature scaled in one log only)
         if min(len(x), len(y)) >= SPREAD_ROWS:
+            both = np.concatenate([x, y]).astype(np.float64)
+            centred = both - both.mean(axis=0)
+            v = np.mean(centred ** 2, axis=0)
+            se_var = np.sqrt(np.maximum(np.mean(centred ** 4, axis=0) - v ** 2, 0.0)
+                             * (1.0 / len(x) + 1.0 / len(y)))
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.sqrt(np.maximum(vx, vy) / np.minimum(vx, vy))
-            wide = np.flatnonzero((ratio > SPREAD) & ~np.isin(np.arange(len(ratio)), bad))
+            wide = np.flatnonzero((ratio > SPREAD) & (np.abs(vx - vy) > 6.0 * se_var)
+                                  & ~np.isin(np.arange(len(ratio)), bad))
             flagged += [(float(ratio[i]), f"{key}[{i}]" if key else f"column {i}",
                          f"one log's SD {ratio[i]:.2g}x the other's") for i in wide]
     if not flagged:

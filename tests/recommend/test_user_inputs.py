@@ -386,6 +386,33 @@ def test_a_feature_spread_wider_in_one_log_is_warned_about():
     assert hint is not None and "column 2 (one log's SD 3" in hint
 
 
+def test_columns_almost_always_one_value_are_not_flagged_by_chance():
+    """An image's corner pixel, a rare one-hot: spreads of two halves of one sample differ
+    by chance by far more than twice (Fashion-MNIST's halves were flagged); the spread's own
+    standard error says so. Such a column is still flagged when one log alone holds it."""
+    from adpue_tf.data.rows import Rows
+    from adpue_tf.recommend.inputs import shift_hint
+
+    rng = np.random.default_rng(0)
+    n = 10_000
+    x = rng.normal(size=(2 * n, 4))
+    x[:, 1] = np.where(rng.random(2 * n) < 5e-4, rng.uniform(0.1, 1.0, 2 * n), 0.0)
+    x[:, 2] = (rng.random(2 * n) < 2e-3) * 255.0  # a rare bright pixel
+    x[:, 3] = 0.0
+    x[:3, 3] = [0.2, 0.9, 0.4]  # three rows of one log: its SD "inf x" the other's
+    a, b = x[:n], x[n:]
+    ratios = [np.sqrt(max(a[:, j].var(), b[:, j].var()) / min(a[:, j].var(), b[:, j].var()))
+              for j in (1, 2)]
+    assert max(ratios) > 2.0  # the plain ratio would flag these halves
+    assert shift_hint(Rows(a, np.zeros(n)), Rows(b, np.zeros(n))) is None
+    b = b.copy()
+    b[:, 1] = 0.0
+    a = a.copy()
+    a[:200, 1] = rng.uniform(0.1, 1.0, 200)  # 200 rows of one log, none in the other
+    hint = shift_hint(Rows(a, np.zeros(n)), Rows(b, np.zeros(n)))
+    assert hint is not None and "column 1" in hint
+
+
 @pytest.mark.parametrize("arg", ["x_pu", "x_e"])
 def test_too_few_held_out_rows_are_refused(data, arg):
     rows = {"x_pu": (data.x_pu[:20], data.w_pu[:20]), "x_e": (data.x_e[:20], data.e_e[:20])}
