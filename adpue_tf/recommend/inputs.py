@@ -350,8 +350,8 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
     errors (so chance does not flag it on small logs), or when, with
     :data:`SPREAD_ROWS` rows in each log, its standard deviation in one log
     is over :data:`SPREAD` times the other's and its variances differ by more
-    than six standard errors (a variance's is ``sqrt((m4 - var²) / n)`` of the
-    pooled rows: large for a column that is almost always one value, such as
+    than six standard errors (a variance's is ``sqrt((m4 - var²) / n)``, each
+    log's rows about its own mean: large for a column that is almost always one value, such as
     an image's corner pixel or a rare one-hot, whose spreads differ by chance).
     Returns the sentence, or None.
     """
@@ -372,9 +372,10 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
         x, y = a[key], b[key]
         if len(x) < 2 or len(y) < 2:
             continue
+        mx, my = x.mean(axis=0, dtype=np.float64), y.mean(axis=0, dtype=np.float64)
         vx, vy = x.var(axis=0, dtype=np.float64), y.var(axis=0, dtype=np.float64)
-        sd = np.sqrt((vx * len(x) + vy * len(y)) / (len(x) + len(y)))
-        diff = np.abs(x.mean(axis=0, dtype=np.float64) - y.mean(axis=0, dtype=np.float64))
+        pooled = (vx * len(x) + vy * len(y)) / (len(x) + len(y))
+        sd, diff = np.sqrt(pooled), np.abs(mx - my)
         se = np.sqrt(vx / len(x) + vy / len(y))
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.where(sd > 0, diff / sd, 0.0)
@@ -383,15 +384,16 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
                      f"means {d[i]:.2g} SD apart") for i in bad]
         # a spread SPREAD times the other's (a feature scaled in one log only)
         if min(len(x), len(y)) >= SPREAD_ROWS:
-            both = np.concatenate([x, y]).astype(np.float64)
-            centred = both - both.mean(axis=0)
-            v = np.mean(centred ** 2, axis=0)
-            se_var = np.sqrt(np.maximum(np.mean(centred ** 4, axis=0) - v ** 2, 0.0)
-                             * (1.0 / len(x) + 1.0 / len(y)))
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.sqrt(np.maximum(vx, vy) / np.minimum(vx, vy))
-            wide = np.flatnonzero((ratio > SPREAD) & (np.abs(vx - vy) > 6.0 * se_var)
-                                  & ~np.isin(np.arange(len(ratio)), bad))
+            wide = np.flatnonzero((ratio > SPREAD) & ~np.isin(np.arange(len(ratio)), bad))
+            # the variances' difference against its standard error (pooled 4th moment)
+            m4 = (np.sum((x[:, wide] - mx[wide]) ** 4, axis=0, dtype=np.float64)
+                  + np.sum((y[:, wide] - my[wide]) ** 4, axis=0, dtype=np.float64)
+                  ) / (len(x) + len(y))
+            se_var = np.sqrt(np.maximum(m4 - pooled[wide] ** 2, 0.0)
+                             * (1.0 / len(x) + 1.0 / len(y)))
+            wide = wide[np.abs(vx[wide] - vy[wide]) > 6.0 * se_var]
             flagged += [(float(ratio[i]), f"{key}[{i}]" if key else f"column {i}",
                          f"one log's SD {ratio[i]:.2g}x the other's") for i in wide]
     if not flagged:

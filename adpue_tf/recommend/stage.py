@@ -380,13 +380,10 @@ def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> 
     policy (also per thread) is the caller's in every pass. The first error
     raised in a pass is raised here, after the passes under way have ended.
     """
-    workers = PARALLEL_PASSES if (len(passes) > 1 and BACKEND == "tensorflow"
-                                  and not tf.distribute.has_strategy()
-                                  and not tf.config.list_logical_devices("GPU")
-                                  and (os.cpu_count() or 1) > 1
-                                  and not any(fits(p[2].rows, p[0][0].cfg.batch_size)
-                                              for p in passes)) else 1
-    if workers == 1:
+    large = not any(fits(spec.rows, stages[0].cfg.batch_size) for stages, _, spec in passes)
+    if (PARALLEL_PASSES < 2 or len(passes) < 2 or not large or BACKEND != "tensorflow"
+            or tf.distribute.has_strategy() or tf.config.list_logical_devices("GPU")
+            or (os.cpu_count() or 1) < 2):
         for stages, jobs, spec in passes:
             _pass(stages, jobs, spec)
         return
@@ -398,7 +395,8 @@ def _run(passes: list[tuple[Sequence[Stage], list[tuple[int, str]], _Spec]]) -> 
 
     # longest first: the other worker takes the rest meanwhile
     order = sorted(passes, key=lambda p: -p[2].rows * len(p[2].fresh))
-    pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="fit_pue pass")
+    pool = concurrent.futures.ThreadPoolExecutor(PARALLEL_PASSES,
+                                                 thread_name_prefix="fit_pue pass")
     try:
         for future in [pool.submit(run, p) for p in order]:
             future.result()
