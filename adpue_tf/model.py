@@ -31,9 +31,11 @@ from adpue_tf._internal.backend import BACKEND, TENSORFLOW, accelerated, jax_jit
 from adpue_tf._internal.checks import check_initial_guess, check_int
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import (
+    error_of,
     finite_specs,
     fold_checks,
     guard_finite,
+    recording_checks,
     to_logits,
     with_checks,
 )
@@ -68,6 +70,100 @@ def _value(variable: Any) -> int:
     if TENSORFLOW:  # Keras's convert_to_numpy warns on a TensorFlow variable (NumPy 2)
         return int(variable.numpy())
     return int(np.asarray(ops.convert_to_numpy(variable)))
+
+
+#: Added to a check that failed in an XLA step (:class:`_StepChecks`).
+_AFTER_XLA = (" (Checked after the step: XLA (`jit_compile`) compiles the checks away, so "
+              "the weights already hold that step's update; compile with "
+              "`jit_compile=False` to stop before it.)")
+
+
+class _StepChecks:
+    """The checks of a :class:`DebiasedModel`'s traced TensorFlow steps, raised as ``ValueError``.
+
+    ``traced`` runs a step recording the checks it makes
+    (:func:`~adpue_tf._internal.guards.recording_checks`); ``wrap`` makes the
+    step function raise a failed one as its ``ValueError``: an assertion's
+    ``InvalidArgumentError`` caught, or under XLA the first failed check the
+    step wrote to a variable, read after each call.
+    """
+
+    def __init__(self) -> None:
+        self.messages: dict[str, list[str]] = {"train": [], "test": []}
+        self.late: dict[str, Any] = {}  # kind -> float32 variable: 1 + the failed check's index
+        self.late_messages: dict[str, list[str]] = {"train": [], "test": []}
+        #: Train functions made since the last compile, by (refresh period, data checked):
+        #: RefreshDagger sets the period at each fit's start and clears it at its end.
+        self.built: dict[tuple, Any] = {}
+
+    def traced(self, model: "DebiasedModel", kind: str, step: Any, *args: Any,
+               **kwargs: Any) -> Any:
+        if not TENSORFLOW or tf.executing_eagerly():
+            return step(*args, **kwargs)
+        with recording_checks() as found:
+            logs = step(*args, **kwargs)
+        self.messages[kind] = list(dict.fromkeys(m for _, m in found))
+        late = self.late.get(kind)
+        here = [(ok, m) for ok, m in found if ok is not None]
+        if late is not None and here:
+            self.late_messages[kind] = [m for _, m in here]
+            bad = tf.logical_not(tf.stack([tf.reshape(tf.cast(ok, tf.bool), ()) for ok, _ in here]))
+            code = tf.where(tf.reduce_any(bad),
+                            tf.cast(tf.argmax(tf.cast(bad, tf.int32)), tf.float32) + 1.0, 0.0)
+            late.assign(tf.where(late > 0.0, late, code))  # the first failure of a call
+        return logs
+
+    def wrap(self, model: "DebiasedModel", kind: str) -> None:
+        function = getattr(model, f"{kind}_function", None)
+        if not TENSORFLOW or function is None or getattr(function, "adpue_checked", False) \
+                or getattr(function, "adpue_loop", False) or model.run_eagerly:
+            return
+        late = None
+        if model.jit_compile and not tf.distribute.has_strategy():
+            late = self.late.get(kind)
+            if late is None:
+                with tf.init_scope():
+                    late = self.late[kind] = tf.Variable(0.0, trainable=False,
+                                                         name=f"adpue_{kind}_check")
+        else:
+            self.late.pop(kind, None)
+
+        def checked(iterator: Any) -> Any:
+            try:
+                logs = function(iterator)
+            except tf.errors.InvalidArgumentError as err:
+                own = self._own(kind, err.message)
+                if own is None:
+                    raise
+                raise own from err
+            if late is not None:
+                code = int(late.numpy())
+                if code:
+                    late.assign(0.0)
+                    words = _ending(self.late_messages[kind][code - 1])
+                    raise error_of(words.replace(" before the weights are updated", "")
+                                   + _AFTER_XLA)
+            return logs
+
+        checked.adpue_checked = True  # type: ignore[attr-defined]
+        setattr(model, f"{kind}_function", checked)
+
+    def _own(self, kind: str, text: str) -> Exception | None:
+        """The check of ``kind``'s step that failed with ``text``, as its error (None: not one)."""
+        for message in self.messages[kind]:
+            at = text.find(message)
+            if at >= 0:
+                line = text[at:].split("\n", 1)[0]
+                return error_of(line.replace("] [", " ").rstrip("]").strip())
+        return None
+
+
+def _ending(message: str) -> str:
+    """A check's message without the words that announce its data (not read under XLA)."""
+    for tail in (" min and max:", " Got", ":"):
+        if message.endswith(tail):
+            return message[: -len(tail)] + "."
+    return message
 
 
 @keras.saving.register_keras_serializable(package="adpue_tf")
@@ -111,11 +207,14 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     weight (only its ``iterations`` counter may have advanced), unlike Keras's
     ``TerminateOnNaN``, which reads the logged loss after the update (a plain model
     with one of our losses gets the loss and output checks, not the feature check).
-    The checks are ``tf.debugging.Assert`` ops, which XLA compiles away: under
-    ``jit_compile=True`` only the trace-time checks remain, and Keras's
-    default ``jit_compile="auto"`` turns XLA on for a model on a GPU (not on a
-    CPU, nor under a distribution strategy): compile with ``jit_compile=False``
-    to keep the runtime checks there.
+    Inside ``fit`` the checks are graph assertions; ``fit`` raises a failed
+    one as the same ``ValueError``. XLA compiles assertions away, so under
+    ``jit_compile=True`` (Keras's default ``"auto"`` turns XLA on for a model
+    on a GPU) the step records its first failed check instead and ``fit``
+    raises it after that call of the training function, **with the weights
+    already updated by the failing step** (NaN, say): compile with
+    ``jit_compile=False`` to stop before it. Under a distribution strategy an
+    XLA step's checks are not recorded.
 
     On JAX the same step runs in Keras's stateless form under ``jax.jit`` (XLA,
     JAX's default), with the checks kept as runtime callbacks: a failing check
@@ -210,6 +309,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         # (then the training step checks the net's output and the loss, not them).
         self._data_checked = False
         self._tracing_train_step = False
+        # TensorFlow: the checks each traced step made (not tracked by Keras: no weights).
+        object.__setattr__(self, "_step_checks", _StepChecks())
         if net.built and getattr(net, "inputs", None):
             self.build(tuple(net.inputs[0].shape))
 
@@ -299,7 +400,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """Keras's step; then the refresh :meth:`schedule_refresh` asked for, when it is due."""
         self._tracing_train_step = True
         try:
-            logs = super().train_step(*args, **kwargs)
+            logs = self._step_checks.traced(self, "train", super().train_step, *args, **kwargs)
         finally:
             self._tracing_train_step = False
         n = self._refresh_every_steps
@@ -374,6 +475,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 "model or a snapshot has no effect; use a loss such as ADPUELoss.")
         super().compile(optimizer=optimizer, loss=loss, steps_per_execution=steps_per_execution,
                         **kwargs)
+        self._step_checks.built.clear()
 
     def fit(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:
         """As ``keras.Model.fit``; over a ``tf.data.Dataset`` ``shuffle`` defaults to False.
@@ -393,13 +495,37 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         return super().fit(x, y, *args, **kwargs)
 
     # -- JAX and PyTorch: the mode at tracing; JAX: a failed step keeps the weights --
+    def test_step(self, *args: Any, **kwargs: Any) -> Any:
+        """Keras's step (its checks recorded on TensorFlow: :meth:`make_train_function`)."""
+        return self._step_checks.traced(self, "test", super().test_step, *args, **kwargs)
+
     def make_train_function(self, force: bool = False) -> Any:
-        """Keras's; on JAX without donating the state, so a failing step leaves the weights."""
-        return self._step_function("train", force, super().make_train_function)
+        """Keras's; a failed check of a step raised as a ``ValueError``.
+
+        On TensorFlow a compiled step's checks are graph assertions: their
+        ``InvalidArgumentError`` is raised again as the check's ``ValueError``
+        (a :class:`~adpue_tf.losses.DivergedError` for a blown-up output), the
+        TensorFlow error as its cause; under XLA, which compiles the assertions
+        away, the step also records its first failed check and ``fit`` raises
+        it after that call (see the class's docstring). On JAX without donating
+        the state, so a failing step leaves the weights.
+        """
+        key = (self._refresh_every_steps, self._data_checked)
+        kept = self._step_checks.built.get(key) if force and TENSORFLOW else None
+        if kept is not None:  # a step traced before for this refresh period and data
+            self.train_function = kept
+            return kept
+        made = self._step_function("train", force, super().make_train_function)
+        self._step_checks.wrap(self, "train")
+        if TENSORFLOW and self.train_function is not None:
+            self._step_checks.built[key] = self.train_function
+        return made
 
     def make_test_function(self, force: bool = False) -> Any:
-        """Keras's; on JAX without donating the state (see :meth:`make_train_function`)."""
-        return self._step_function("test", force, super().make_test_function)
+        """Keras's, its failed checks raised as for :meth:`make_train_function`."""
+        made = self._step_function("test", force, super().make_test_function)
+        self._step_checks.wrap(self, "test")
+        return made
 
     def _step_function(self, kind: str, force: bool, keras_own: Any) -> Any:
         """``keras_own(force)``, or on JAX (outside a distribution) a step function of

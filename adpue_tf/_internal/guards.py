@@ -9,14 +9,18 @@ Every check runs in eager mode (a ``ValueError`` naming the argument) and
 inside ``fit``/``tf.function`` (a ``tf.errors.InvalidArgumentError`` with the
 same words, from ``tf.debugging.Assert``). XLA compiles ``Assert`` to a no-op,
 so under ``jit_compile=True`` (Keras's ``"auto"`` on a GPU) only the static
-(trace-time) checks remain. On JAX a traced check is a callback into Python
+(trace-time) checks remain, except where a step records them
+(:func:`recording_checks`: :class:`adpue_tf.DebiasedModel` raises a failed
+one after the step). On JAX a traced check is a callback into Python
 (:func:`adpue_tf._internal.backend.jax_assertion`), kept under ``jax.jit``; on
 PyTorch every value is concrete and checked at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -70,7 +74,7 @@ def is_divergence(error: BaseException) -> bool:
     return isinstance(error, DivergedError) or DIVERGED in str(error)
 
 
-def _error(text: str) -> ValueError:
+def error_of(text: str) -> ValueError:
     """The error of a failed check: a :class:`DivergedError` for a blown-up output."""
     return DivergedError(text) if DIVERGED in text else ValueError(text)
 
@@ -114,6 +118,50 @@ def _assert(ok: Any, message: str, *data: Any) -> Any:
 Check = tuple[Any, str, Callable[[], Sequence[Any]] | None]
 
 
+_RECORDING = threading.local()
+
+
+@contextlib.contextmanager
+def recording_checks() -> Iterator[list[tuple[Any, str]]]:
+    """TensorFlow, while tracing: each check :func:`fold_checks` folds is also recorded.
+
+    Yields a list that fills with ``(condition, message)``, one per check, in
+    the order they are made: the condition where the check was made in the
+    graph open at entry (usable after the block), ``None`` where it was made
+    in a nested graph (a branch, a loop body). A model's step reads them to
+    raise its own failed check as a ``ValueError`` (graph mode) and to check
+    them after an XLA step, which compiles the assertions away
+    (:class:`adpue_tf.DebiasedModel`).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> def step(x):
+        ...     return with_checks(x, fold_checks([(x > 0, "x must be positive", None)]))
+        >>> with recording_checks() as found:
+        ...     _ = tf.function(step)(tf.constant(1.0))
+        >>> [message for _, message in found]
+        ['x must be positive']
+    """
+    outer = getattr(_RECORDING, "found", None)
+    found: list[tuple[Any, str]] = []
+    _RECORDING.found = (tf.compat.v1.get_default_graph() if TENSORFLOW else None, found)
+    try:
+        yield found
+    finally:
+        _RECORDING.found = outer
+
+
+def _record(checks: Sequence[Check]) -> None:
+    """Add ``checks`` to the open :func:`recording_checks` block, if any."""
+    open_block = getattr(_RECORDING, "found", None)
+    if open_block is None:
+        return
+    graph, found = open_block
+    here = tf.compat.v1.get_default_graph() is graph
+    found.extend((tf.convert_to_tensor(ok) if here else None, message)
+                 for ok, message, _ in checks)
+
+
 def fold_checks(checks: Sequence[Check]) -> list:
     """One graph assertion for a group of checks (a list of 0 or 1 op, for :func:`with_checks`).
 
@@ -137,9 +185,10 @@ def fold_checks(checks: Sequence[Check]) -> list:
         if all(v is not None for v in values):
             data = [[concrete(v) for v in d()] if d is not None and not bool(np.all(v)) else []
                     for v, (_, _, d) in zip(values, checks)]
-            raise_first([m for _, m, _ in checks], values, data, _error)
+            raise_first([m for _, m, _ in checks], values, data, error_of)
             return []
-        return [jax_assertion(checks, _error)] if can_assert() else []
+        return [jax_assertion(checks, error_of)] if can_assert() else []
+    _record(checks)
     if len(checks) == 1 and checks[0][2] is None:
         ok, message, _ = checks[0]
         return [tf.raw_ops.Assert(condition=ok, data=[message], summarize=8)]
@@ -370,6 +419,6 @@ def guard_finite(value: Any, message: str, checks: Any = ()) -> Any:
     return guard(value)
 
 
-__all__ = ["DIVERGED", "MAX_LOGIT", "Check", "DivergedError", "finite_checks", "finite_specs",
-           "fold_checks",
+__all__ = ["DIVERGED", "MAX_LOGIT", "Check", "DivergedError", "error_of", "finite_checks",
+           "finite_specs", "fold_checks", "recording_checks",
            "guard_finite", "is_divergence", "probability_to_logit", "to_logits", "with_checks"]
