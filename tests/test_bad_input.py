@@ -1261,6 +1261,13 @@ FLAG_SIZE_CASES = [
         input_signature=[_s_tf.TensorSpec((None, None), _s_tf.float32)])(
         _s_tf.zeros((2, 3))),
      (ValueError, r"`y_true` has an unknown number of columns .*Give one model one layout")),
+    ("pue_dataset x_pu None", lambda: _adp.data.pue_dataset(None, _WA, _XA, _WA),
+     (TypeError, "`x_pu` is None; it needs the features")),
+    ("fpue_dataset x_u None", lambda: _adp.data.fpue_dataset(_XA, None, _XA, _WA),
+     (TypeError, "`x_u` is None; it needs the features")),
+    ("pue_dataset ragged x_e", lambda: _adp.data.pue_dataset(
+        _XA, _WA, _s_tf.ragged.constant([[1.0, 2.0], [3.0]] * (len(_WA) // 2)), _WA),
+     (TypeError, "`x_e` is a tf.RaggedTensor, whose rows have different lengths")),
 ]
 
 

@@ -86,7 +86,7 @@ def check_options(**options: Any) -> dict[str, Any]:
 
 
 def check_dense(name: str, value: Any) -> None:
-    """Refuse sparse features and masked entries (a NumPy masked array), naming them.
+    """Refuse sparse or ragged features, None and masked entries (a NumPy masked array), naming them.
 
     A SciPy sparse matrix or array and a ``tf.SparseTensor`` are refused; a
     ``np.ma.MaskedArray`` is refused when some entry is masked (its stored
@@ -99,6 +99,13 @@ def check_dense(name: str, value: Any) -> None:
         >>> check_dense("x", [[0.0, 1.0]]) is None
         True
     """
+    if value is None:
+        raise TypeError(f"`{name}` is None; it needs the features, an array (or a dict of "
+                        "arrays) with one row per example.")
+    if type(value).__name__ == "RaggedTensor":
+        raise TypeError(f"`{name}` is a tf.RaggedTensor, whose rows have different lengths; "
+                        "pass a dense array (`x.to_tensor()`, padded) or a dict of dense "
+                        "features, with a net that takes them.")
     if isinstance(value, np.ma.MaskedArray):
         masked = int(np.ma.count_masked(value))
         if masked:
@@ -187,10 +194,11 @@ def check_initial_guess(value: Any, *, name: str = "initial_dagger",
 def resolve_from_logits(model: Any, from_logits: Any, name: str = "model") -> bool:
     """Whether ``model`` outputs logits: ``from_logits`` if given, else its compiled loss's.
 
-    ``from_logits=None`` reads the ``from_logits`` attribute of the loss
-    ``model`` was compiled with (an adpue_tf loss, or a Keras loss such as
-    ``BinaryCrossentropy``); a model compiled with no such loss, or not
-    compiled, is refused rather than guessed.
+    ``from_logits=None`` reads the model's ``adpue_from_logits`` mark (True on
+    the models :func:`adpue_tf.fit_pue` returns, until saved), else the
+    ``from_logits`` attribute of the loss ``model`` was compiled with (an
+    adpue_tf loss, or a Keras loss such as ``BinaryCrossentropy``); a model
+    compiled with no such loss, or not compiled, is refused rather than guessed.
 
     Raises:
         TypeError: ``from_logits`` neither a bool nor None.
@@ -200,6 +208,9 @@ def resolve_from_logits(model: Any, from_logits: Any, name: str = "model") -> bo
         if not isinstance(from_logits, bool):
             raise TypeError(f"`from_logits` must be a bool or None, got {from_logits!r}.")
         return from_logits
+    marked = getattr(model, "adpue_from_logits", None)  # fit_pue's models: logits
+    if isinstance(marked, bool):
+        return marked
     loss = getattr(model, "loss", None)
     value = getattr(loss, "from_logits", None)
     if isinstance(value, bool):

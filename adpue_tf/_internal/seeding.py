@@ -20,12 +20,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import random
+import sys
 import threading
+from collections.abc import Iterator
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-__all__ = ["BUILDING", "TF_SEED", "pin_tf_seed", "seed_net"]
+__all__ = ["BUILDING", "TF_SEED", "kept_random_state", "pin_tf_seed", "seed_net"]
 
 #: Held while a net is seeded and built, or built unseeded beside one: the seeds are
 #: global, so passes trained side by side build one net at a time.
@@ -54,3 +59,39 @@ def seed_net(seed: int) -> None:
     with tf.Graph().as_default():  # tf.random.set_seed sets this graph's seed, not the context's
         keras.utils.set_random_seed(seed)
     pin_tf_seed()
+
+
+@contextlib.contextmanager
+def kept_random_state() -> Iterator[None]:
+    """The caller's global random state back after the block, which seeds nets (:func:`seed_net`).
+
+    Python's ``random`` and NumPy's global generator continue where they
+    were (a bootstrap loop around fit_pue draws new rows each time); PyTorch's
+    generator too, where it is loaded; TensorFlow's global seed is set back
+    when the block changed it (its unseeded draws then start again from that
+    seed). Keras's own generator of unseeded ``keras.random`` calls keeps the
+    last net's seed (Keras has no public way to read it).
+
+    Example:
+        >>> import numpy as np
+        >>> _ = np.random.seed(1)
+        >>> with kept_random_state():
+        ...     seed_net(7)
+        >>> state = np.random.get_state()
+        >>> _ = np.random.seed(1)
+        >>> bool((np.random.get_state()[1] == state[1]).all())
+        True
+    """
+    python, numpy = random.getstate(), np.random.get_state()
+    torch = sys.modules.get("torch")
+    torch_state = torch.get_rng_state() if torch is not None else None
+    tf_seed = tf.compat.v1.get_seed(None)[0] if tf.executing_eagerly() else None
+    try:
+        yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
+        if torch is not None and torch_state is not None:
+            torch.set_rng_state(torch_state)
+        if tf.executing_eagerly() and tf.compat.v1.get_seed(None)[0] != tf_seed:
+            tf.random.set_seed(tf_seed)

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from adpue_tf._internal.checks import check_int
-from adpue_tf.data._streams import Stream, make_stream
+from adpue_tf.data._streams import Stream, check_same_columns, make_stream
 from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",
@@ -167,7 +167,8 @@ def interleave_order(counts: Sequence[int]) -> np.ndarray:
 
 
 def _check_shapes(streams: Sequence[Stream]) -> None:
-    """Every stream's features must have the same structure, dtypes and row shapes."""
+    """Every stream's features must have the same structure, dtypes, row shapes and columns."""
+    check_same_columns([(s.name, s.columns) for s in streams])
     first = streams[0]
     for s in streams[1:]:
         try:

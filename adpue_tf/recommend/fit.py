@@ -39,7 +39,9 @@ import numpy as np
 
 from adpue_tf._internal.checks import check_bool, check_int
 from adpue_tf._internal.numeric import sigmoid
+from adpue_tf._internal.seeding import kept_random_state
 from adpue_tf._internal.tracing import quiet_retracing
+from adpue_tf.data._streams import check_same_columns, table_columns
 from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import PREFERRED, TABLE, THETA, net_seed
 from adpue_tf.recommend.compose import LogitMix
@@ -190,8 +192,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
 @contextlib.contextmanager
 def _one_call() -> Iterator[None]:
     """A fit_pue call: TensorFlow's retracing warning dropped (its fresh nets' are not the
-    user's), compiled passes kept only while it runs unless a caller's block keeps them."""
-    with quiet_retracing(), keep_compiled():
+    user's), compiled passes kept only while it runs unless a caller's block keeps them,
+    the caller's global random state as it was (its nets are seeded through it)."""
+    with kept_random_state(), quiet_retracing(), keep_compiled():
         yield
 
 
@@ -250,8 +253,10 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     builders = check_builders(build_net)
     names = _candidates(candidates)
     cfg_epochs = check_int("epochs", epochs, 1)
-    if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real) \
-            or not 0.0 < float(validation_split) <= 0.5:
+    if isinstance(validation_split, bool) or not isinstance(validation_split, numbers.Real):
+        raise TypeError(f"`validation_split` must be a number in (0, 0.5], got "
+                        f"{validation_split!r}.")
+    if not 0.0 < float(validation_split) <= 0.5:
         raise ValueError(f"`validation_split` must be a number in (0, 0.5], got "
                          f"{validation_split!r}.")
     if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real):
@@ -276,6 +281,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
                         rounds=check_int("rounds", rounds, 1), seed=check_int("seed", seed, 0),
                         optimizer=lambda: keras.optimizers.Adam(lr), patience=stale,
                         jit_compile=jit_compile)
+    check_same_columns([("x_pu", table_columns(x_pu)), ("x_e", table_columns(x_e))])
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
     hints = {}
@@ -377,6 +383,9 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
             sel.pooled.w, sigmoid(sel.pooled.logits("theta")[0]))
         if contradiction is not None:
             warnings.warn(contradiction, UserWarning, stacklevel=3)
+    candidates_models = {n: fold_average(group, n) for n in trained}
+    for returned in (model, *candidates_models.values()):
+        returned.adpue_from_logits = True  # export_for_serving and validation_score read it
     return PUEFit(
         model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
         brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,
@@ -385,7 +394,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(sel.pooled.w),
               "e_held_out": len(sel.pooled.e), "w_held_out": positives},
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
-        candidates={n: fold_average(group, n) for n in trained},
+        candidates=candidates_models,
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
         folds=k, final=final, skipped=sel.skipped,
         fold_models={n: tuple(st.get(n) for st in group) for n in trained},

@@ -227,6 +227,7 @@ BAD = [
     (dict(candidates=["average", "ratio", "ratio"]), ValueError,
      "`average` needs at least two other candidates"),
     (dict(validation_split=0.7), ValueError, "`validation_split`"),
+    (dict(validation_split="0.2"), TypeError, "`validation_split` must be a number"),
     (dict(epochs=0), ValueError, "`epochs` must be at least 1"),
     (dict(epochs=2.5), TypeError, "`epochs` must be an int"),
     (dict(verbose=5), ValueError, "`verbose`"),

@@ -456,3 +456,87 @@ def test_masked_warmup_rows_are_refused(tmp_path):
     with pytest.raises(ValueError, match="`warmup_rows` is a masked array with 1 masked entry"):
         adp.export_for_serving(net, str(tmp_path / "1"), from_logits=True, warmup_rows=rows)
     assert not (tmp_path / "1").exists()
+
+
+# -- the caller's random state -----------------------------------------------------------
+def test_fit_pue_leaves_the_callers_global_random_state_as_it_was(data):
+    """A bootstrap loop around fit_pue drew the same rows every time: its nets' seeding reset
+    NumPy's and Python's global generators (and TensorFlow's seed)."""
+    import random
+
+    import tensorflow as tf
+
+    def draws(between):
+        np.random.seed(0)
+        random.seed(0)
+        out = []
+        for _ in range(3):
+            out.append((np.random.randint(0, 500, 5).tolist(), random.random()))
+            between()
+        return out
+
+    expected = draws(lambda: None)
+    assert draws(lambda: _fit(data, candidates=["bce_w"])) == expected
+    assert expected[1] != expected[2]
+    tf.random.set_seed(7)
+    try:
+        _fit(data, candidates=["bce_w"])
+        assert tf.compat.v1.get_seed(None)[0] == 7
+    finally:
+        tf.random.set_seed(None)
+
+
+class _Table:
+    """A table as pandas' DataFrame presents one (columns, dtypes, the array protocol)."""
+
+    def __init__(self, values, columns):
+        self._values = np.asarray(values, np.float32)
+        self.columns = list(columns)
+        self.dtypes = [self._values.dtype] * len(self.columns)
+        self.shape = self._values.shape
+
+    def __array__(self, dtype=None, copy=None):
+        return self._values if dtype is None else self._values.astype(dtype)
+
+    def __len__(self):
+        return len(self._values)
+
+
+@pytest.mark.parametrize("columns,how", [(["age", "price"], "the same names in another order"),
+                                         (["price", "agx"], "other names")])
+def test_tables_with_other_columns_are_refused_by_name(data, columns, how):
+    """Two DataFrames were read by position: reordered or renamed columns trained silently."""
+    pu = _Table(data.x_pu, ["price", "age"])
+    ex = _Table(data.x_e[:, [1, 0]] if how.startswith("the same") else data.x_e, columns)
+    match = rf"`x_pu` and `x_e` are tables with different columns \({how}\)"
+    with pytest.raises(ValueError, match=match):
+        adp.fit_pue(linear(), pu, data.w_pu, ex, data.e_e, **FAST)
+    with pytest.raises(ValueError, match=match):
+        adp.data.pue_dataset(pu, data.w_pu, ex, data.e_e)
+    with pytest.raises(ValueError, match=r"`x_p` and `x_u` are tables with different"):
+        adp.data.fpue_dataset(pu, ex, data.x_e, data.e_e)
+    # the same columns in the same order are taken, as arrays are
+    same = _Table(data.x_e, ["price", "age"])
+    fit = adp.fit_pue(linear(), pu, data.w_pu, same, data.e_e, **dict(FAST, candidates=["bce_w"]))
+    ref = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
+                      **dict(FAST, candidates=["bce_w"]))
+    assert fit.scores == ref.scores
+
+
+def test_fit_pues_models_go_to_the_exporter_and_the_scorer_as_logits(data, tmp_path):
+    """fit.model outputs a logit, but export_for_serving and validation_score asked for
+    `from_logits` (an uncompiled model has no loss to read it from)."""
+    import tensorflow as tf
+
+    fit = _fit(data, candidates=["bce_w", "brier"])
+    x = data.x_pu[:5].astype(np.float32)
+    path = adp.export_for_serving(fit.model, tmp_path / "m")
+    served = tf.saved_model.load(path).signatures["serving_default"](features=tf.constant(x))
+    probability = served["probability"].numpy().ravel()
+    np.testing.assert_allclose(probability, 1 / (1 + np.exp(-fit.model(x).numpy().ravel())),
+                               rtol=1e-5, atol=1e-6)
+    score = adp.validation_score(fit.candidates["brier"], data.x_pu, data.w_pu, data.x_e,
+                                 data.e_e, criterion="exposure_brier")
+    assert score == adp.validation_score(fit.candidates["brier"], data.x_pu, data.w_pu,
+                                         data.x_e, data.e_e, criterion="exposure_brier",
+                                         from_logits=True)
