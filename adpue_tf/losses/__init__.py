@@ -9,10 +9,10 @@ function :func:`adpue_tf.risks.adpue`, the class :class:`ADPUELoss` and the
 key ``"adpue"`` name the same thing, with the same options and defaults; the
 same holds for every loss here (:data:`LOSSES`). :func:`get` resolves a key, a
 class name, a serialized config or an instance to a loss; :func:`get_class`
-gives the class (whose ``risk_fn`` is the function). A fit whose model output
-blows up stops before the step with :class:`DivergedError` (in a compiled
-``fit``, an ``InvalidArgumentError``); :func:`is_divergence` tells both apart
-from other errors.
+gives the class (Keras's ``compile(loss="adpue")`` reads only its own keys:
+pass ``get("adpue")``). A fit whose output blows up stops with
+:class:`DivergedError` (a plain model's compiled ``fit``: an
+``InvalidArgumentError``); :func:`is_divergence` tells both from other errors.
 
 Example:
     >>> import keras, adpue_tf as adp
