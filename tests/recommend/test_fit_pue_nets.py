@@ -129,7 +129,7 @@ def test_a_net_whose_every_candidate_diverges_is_named():
                     S.e_e, **OPTIONS)
 
 
-@pytest.mark.parametrize("mapping", [False, True])
+@pytest.mark.parametrize("mapping", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_nets_the_checks_build_are_trained(monkeypatch, mapping):
     """The checks' two calls of each build_net give θ̂'s and bce_w's nets: two builds fewer, the same fit."""
     from adpue_tf._internal.seeding import seed_net
