@@ -24,7 +24,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from adpue_tf._internal.checks import check_bool, check_int
+from adpue_tf._internal.checks import check_bool, check_int, check_same_columns, table_columns
 from adpue_tf._internal.convention import check_probability_model
 from adpue_tf._internal.guards import probability_to_logit
 from adpue_tf._internal.numeric import sigmoid
@@ -359,6 +359,7 @@ def fit_ratio_model(x_pu: Any, w: Any, x_e: Any, e: Any, *, l2: float = 1e-4,
         >>> bool(np.mean(np.abs(p - s.p_y_pu)) < 0.15)
         True
     """
+    check_same_columns([("x_pu", table_columns(x_pu)), ("x_e", table_columns(x_e))])
     pu = _rows("x_pu", x_pu, "w", w)
     if pu.y.min() == pu.y.max():
         raise ValueError(f"`w` holds only the value {int(pu.y[0])}; q̂ needs observed "

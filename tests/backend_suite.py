@@ -206,6 +206,22 @@ def test_saved_and_loaded(tmp_path):
                                rtol=1e-6)
 
 
+def test_with_propensity_takes_a_keras_model_on_this_backend():
+    """The IPS recipe: a Keras exposure model inside the tf.data map failed on JAX and PyTorch
+    (a symbolic TF tensor given to the backend's model)."""
+    s = adp.synthetic.synthetic_pue(400, 400, dim=2, seed=0)
+    ds = adp.data.pue_dataset(s.x_pu, s.w_pu, s.x_e, s.e_e, batch_size=100, seed=0)
+    theta = adp.exposure.fit_exposure_model(s.x_e, s.e_e)
+    x, y = next(iter(adp.data.with_propensity(ds, theta)))
+    assert tuple(y.shape) == (100, 4)
+    np.testing.assert_allclose(y.numpy()[:, 3], keras.ops.convert_to_numpy(
+        theta.predict(x.numpy(), verbose=0)).ravel(), rtol=1e-6, atol=1e-7)
+    batches = adp.data.with_propensity(ds, theta)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", loss=adp.IPSLoss(from_logits=True))
+    assert np.isfinite(model.fit(batches, epochs=1, verbose=0).history["loss"][0])
+
+
 def test_fit_pue_recovers_p_on_this_backend():
     """fit_pue on this backend: its candidates train, its choice beats BCE on W against the truth.
 

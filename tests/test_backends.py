@@ -25,7 +25,7 @@ SUITE = Path(__file__).with_name("backend_suite.py")
 ROOT = Path(__file__).resolve().parents[1]
 #: The subset `make test` runs on JAX (pytest -k).
 QUICK = ("backend_is_not or (values_and_gradients and adpue- and not beta) or (never_silent and True) "
-         "or training_gives or fit_pue_recovers")
+         "or training_gives or fit_pue_recovers or with_propensity")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -250,3 +250,46 @@ def check_shape(name: str, shape: Any) -> tuple[int, ...]:
                        for d in dims):
         raise TypeError(f"`{name}` must hold positive ints, got {shape!r}.")
     return tuple(int(d) for d in dims)
+
+
+def table_columns(x: Any) -> tuple[str, ...] | None:
+    """The column names of a table (a pandas DataFrame, duck-typed), else None.
+
+    Example:
+        >>> table_columns(np.ones((2, 3))) is None
+        True
+    """
+    if isinstance(x, (np.ndarray, Mapping, tuple, list)):
+        return None
+    columns = getattr(x, "columns", None)
+    if columns is None or not hasattr(x, "dtypes"):
+        return None
+    return tuple(str(c) for c in columns)
+
+
+def check_same_columns(tables: Sequence[tuple[str, tuple[str, ...] | None]]) -> None:
+    """Tables given as the features of one net name the same columns in the same order.
+
+    Their rows are read by position, so a column of another name or place
+    would feed one feature's values to another's weights, silently.
+
+    Args:
+        tables: ``(argument name, table_columns(x))`` of each argument (None: not a table).
+
+    Raises:
+        ValueError: naming both arguments and their columns.
+
+    Example:
+        >>> check_same_columns([("x_pu", ("a", "b")), ("x_e", ("a", "b")), ("x_u", None)])
+    """
+    named = [(n, c) for n, c in tables if c is not None]
+    for name, columns in named[1:]:
+        first, expected = named[0]
+        if columns != expected:
+            how = ("the same names in another order" if sorted(columns) == sorted(expected)
+                   else "other names")
+            raise ValueError(
+                f"`{first}` and `{name}` are tables with different columns ({how}): "
+                f"{list(expected)} and {list(columns)}. Their rows are read by position, so "
+                f"each column must be the same feature in both: give `{name}` the columns "
+                f"of `{first}` in its order (e.g. `{name}[list({first}.columns)]`).")

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._internal.checks import check_dense
+from adpue_tf._internal.checks import check_dense, table_columns
 from adpue_tf.data.tfrecord import parsed_batches
 from adpue_tf.labels import Source, check_binary, check_finite, check_float32_range, pack_labels
 
@@ -467,45 +467,3 @@ def make_stream(name: str, source: Source, x: Any, **labels: tuple[str, Any]) ->
         return _dataset_stream(name, source, x, labels)
     return dataclasses.replace(_array_stream(name, source, x, labels), columns=table_columns(x))
 
-
-def table_columns(x: Any) -> tuple[str, ...] | None:
-    """The column names of a table (a pandas DataFrame, duck-typed), else None.
-
-    Example:
-        >>> table_columns(np.ones((2, 3))) is None
-        True
-    """
-    if isinstance(x, (np.ndarray, tf.Tensor, Mapping, tuple, list)):
-        return None
-    columns = getattr(x, "columns", None)
-    if columns is None or not hasattr(x, "dtypes"):
-        return None
-    return tuple(str(c) for c in columns)
-
-
-def check_same_columns(tables: Sequence[tuple[str, tuple[str, ...] | None]]) -> None:
-    """Tables given as the features of one net name the same columns in the same order.
-
-    Their rows are read by position, so a column of another name or place
-    would feed one feature's values to another's weights, silently.
-
-    Args:
-        tables: ``(argument name, table_columns(x))`` of each argument (None: not a table).
-
-    Raises:
-        ValueError: naming both arguments and their columns.
-
-    Example:
-        >>> check_same_columns([("x_pu", ("a", "b")), ("x_e", ("a", "b")), ("x_u", None)])
-    """
-    named = [(n, c) for n, c in tables if c is not None]
-    for name, columns in named[1:]:
-        first, expected = named[0]
-        if columns != expected:
-            how = ("the same names in another order" if sorted(columns) == sorted(expected)
-                   else "other names")
-            raise ValueError(
-                f"`{first}` and `{name}` are tables with different columns ({how}): "
-                f"{list(expected)} and {list(columns)}. Their rows are read by position, so "
-                f"each column must be the same feature in both: give `{name}` the columns "
-                f"of `{first}` in its order (e.g. `{name}[list({first}.columns)]`).")

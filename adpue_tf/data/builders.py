@@ -16,8 +16,8 @@ from typing import Any, Union
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._internal.checks import check_int
-from adpue_tf.data._streams import Stream, check_same_columns, make_stream
+from adpue_tf._internal.checks import check_int, check_same_columns
+from adpue_tf.data._streams import Stream, make_stream
 from adpue_tf.labels import Source
 
 __all__ = ["pue_dataset", "pe_dataset", "fpue_dataset", "sse_dataset", "sse_pu_dataset",

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf._internal.checks import check_bool
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.net_checks import check_takes
@@ -26,7 +28,8 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
         dataset: batches ``(x, y)`` of a builder of this module, ``y`` of
             shape ``(batch, 3)``; ``x`` a tensor or a dict of tensors.
         exposure_model: a Keras model or callable ``x -> θ̂`` of shape
-            ``(batch,)`` or ``(batch, 1)``.
+            ``(batch,)`` or ``(batch, 1)`` (on JAX and PyTorch called on each
+            batch's arrays, outside the ``tf.data`` graph).
         from_logits: whether ``exposure_model`` outputs logits (else probabilities).
 
     Returns:
@@ -90,12 +93,24 @@ def with_propensity(dataset: tf.data.Dataset, exposure_model: Any, *,
     check_takes("exposure_model", exposure_model,
                 spec[0] if isinstance(spec, tuple) else spec, "the dataset's features")
 
-    def attach(x: Any, y: Any) -> tuple[Any, Any]:
+    def call(x: Any) -> Any:
         out = exposure_model(x, training=False) if isinstance(
             exposure_model, keras.Model) else exposure_model(x)
         flat = tf.nest.flatten(out)
         check_shape(flat)
-        theta = tf.reshape(tf.cast(flat[0], tf.float32), (-1, 1))
+        return flat[0]
+
+    def eager(*leaves: Any) -> np.ndarray:
+        """JAX, PyTorch: the model on one batch's arrays (a tf.data map's tensors are TF's)."""
+        out = call(tf.nest.pack_sequence_as(spec[0], list(leaves)))
+        return np.asarray(keras.ops.convert_to_numpy(out), np.float32).reshape(-1, 1)
+
+    def attach(x: Any, y: Any) -> tuple[Any, Any]:
+        if TENSORFLOW:
+            theta = tf.reshape(tf.cast(call(x), tf.float32), (-1, 1))
+        else:
+            theta = tf.numpy_function(eager, tf.nest.flatten(x), tf.float32, stateful=False)
+            theta = tf.reshape(theta, (-1, 1))
         if from_logits:
             theta = tf.sigmoid(theta)
         else:

@@ -37,11 +37,10 @@ else:  # Python 3.10: TensorFlow installs typing_extensions
 import keras
 import numpy as np
 
-from adpue_tf._internal.checks import check_bool, check_int
+from adpue_tf._internal.checks import check_bool, check_int, check_same_columns, table_columns
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.seeding import kept_random_state
 from adpue_tf._internal.tracing import quiet_retracing
-from adpue_tf.data._streams import check_same_columns, table_columns
 from adpue_tf.data.rows import Rows, as_rows
 from adpue_tf.recommend.candidates import PREFERRED, TABLE, THETA, net_seed
 from adpue_tf.recommend.compose import LogitMix

@@ -96,8 +96,8 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
     read from held-out data in the layout of :mod:`adpue_tf.validation`;
     ``val_l_risk`` for the SSE losses. It is the same yardstick for every
     trial, whatever its values. The compiled model also logs ``risk``,
-    ``r_pos``, ``r_neg`` and ``nn_fired``. Do not pass ``optimizer=``,
-    ``loss=`` or ``metrics=`` to the tuner: they would drop these metrics.
+    ``r_pos``, ``r_neg`` and ``nn_fired``. ``optimizer=``, ``loss=`` or
+    ``metrics=`` given to the tuner (which would compile each trial again) are refused.
 
     Args:
         build_net: ``hp -> keras.Model`` with one logit output; may declare
@@ -112,9 +112,9 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         alternate: wrap the net in :class:`~adpue_tf.DebiasedModel` and add
             :class:`~adpue_tf.RefreshDagger` in :meth:`fit`.
         initial_dagger: ``f†`` before the first refresh (with ``alternate``).
-        criterion: the score of PUE/PE/FPUE and the PU baselines, one of
-            :data:`~adpue_tf.validation.CRITERIA`, or None for the loss's
-            default; unused for the SSE losses.
+        criterion: the score of PUE/PE/FPUE and the PU baselines,
+            ``"exposure_likelihood"`` or ``"reference_risk"``, or None for the
+            loss's default; unused for the SSE losses.
         loss_options: fixed options of the loss (e.g. ``{"non_negative":
             False}``); not ``from_logits``, ``prior`` nor an entry of the space.
         name: name of the hyper-model.
@@ -252,6 +252,14 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
         model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate,
                                                       weight_decay=weight_decay or None),
                       loss=loss, metrics=metrics)
+        # fit() refuses a model the tuner compiles again (its loss=, metrics=, optimizer=)
+        compile_once = model.compile
+
+        def compile_again(*args: Any, **kwargs: Any) -> None:
+            object.__setattr__(model, "_adpue_compiled_again", True)
+            compile_once(*args, **kwargs)
+
+        object.__setattr__(model, "compile", compile_again)
         return model
 
     def fit(self, hp: keras_tuner.HyperParameters, model: keras.Model, *args: Any,
@@ -277,8 +285,17 @@ class DebiasedHyperModel(keras_tuner.HyperModel):
                 tuner stops instead of retrying) when ``validation_data`` is
                 missing, or, for PUE/PE/FPUE, not in the validation layout
                 (labels of 4 columns, from ``adp.validation.pue_validation_data``
-                etc.), or ``refresh_every`` is narrowed to a value below 1.
+                etc.), ``refresh_every`` is narrowed to a value below 1, or the
+                tuner compiled the model again (``loss=``, ``metrics=`` or
+                ``optimizer=`` given to the tuner).
         """
+        if getattr(model, "_adpue_compiled_again", False):
+            raise keras_tuner.errors.FatalValueError(
+                "The tuner compiled the trial's model again, replacing the loss, metrics or "
+                "optimizer that build() gave it (a `loss=`, `metrics=` or `optimizer=` "
+                "passed to the tuner): the trial would train on another loss or lose the "
+                f"metric its objective {self.objective.name!r} reads. Pass none of them to "
+                "the tuner; narrow this hyper-model's entries instead.")
         bound = args_lib.fit_arguments(model, args, kwargs)
         if bound is None:
             return model.fit(*args, **kwargs)  # Keras reports the bad arguments

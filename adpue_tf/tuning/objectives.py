@@ -19,10 +19,15 @@ import keras_tuner
 from adpue_tf import losses as losses_lib
 from adpue_tf.losses import DebiasedLoss
 from adpue_tf.metrics.risk import RiskMetric
-from adpue_tf.validation import CRITERIA, ExposureLikelihood, ReferenceRisk
+from adpue_tf.validation import CRITERIA as SCORES
+from adpue_tf.validation import ExposureLikelihood, ReferenceRisk
 
 __all__ = ["CRITERIA", "EXPOSURE_NLL", "LOSSES", "L_RISK", "REF_RISK", "default_criterion",
            "objective", "objective_metric"]
+
+#: The criteria a tuner ranks its trials by, each a Keras metric on the held-out rows.
+#: :func:`adpue_tf.validation_score`'s ``"exposure_brier"`` has no such metric.
+CRITERIA = ("exposure_likelihood", "reference_risk")
 
 #: The losses by key, for ``DebiasedHyperModel(loss=...)``: the package's
 #: registry, :data:`adpue_tf.losses.LOSSES`.
@@ -128,6 +133,10 @@ def objective(loss: str | type[DebiasedLoss],
     cls = loss_class(loss)
     if criterion is None:
         criterion = default_criterion(cls)
+    if criterion in SCORES and criterion not in CRITERIA:
+        raise ValueError(f"`criterion`={criterion!r} is a score of adp.validation_score, not a "
+                         f"tuner objective (no Keras metric computes it); give one of "
+                         f"{list(CRITERIA)} or None.")
     if criterion not in CRITERIA:
         raise ValueError(f"`criterion` must be one of {list(CRITERIA)} or None, got "
                          f"{criterion!r}.")

@@ -21,7 +21,12 @@ import tensorflow as tf
 from keras import ops
 
 from adpue_tf import labels, risks
-from adpue_tf._internal.checks import check_int, resolve_from_logits
+from adpue_tf._internal.checks import (
+    check_int,
+    check_same_columns,
+    resolve_from_logits,
+    table_columns,
+)
 from adpue_tf._internal.convention import check_output_convention
 from adpue_tf._internal.guards import to_logits
 from adpue_tf._internal.net_checks import check_takes
@@ -188,6 +193,7 @@ def _probabilities(name: str, fn: Yardstick, x: np.ndarray, batch_size: int) -> 
 def _check_rows(x_pu: Any, w: Any, x_e: Any, e: Any,
                 need_e: bool) -> tuple[Any, np.ndarray, Any, Any]:
     """Features (arrays or dicts; a Dataset of rows is read) and their labels, checked."""
+    check_same_columns([("x_pu", table_columns(x_pu)), ("x_e", table_columns(x_e))])
     pu = _rows("x_pu", x_pu, "w", w)
     if not need_e and x_e is None and e is None:
         return pu.x, pu.y, None, None

@@ -515,6 +515,12 @@ def test_tables_with_other_columns_are_refused_by_name(data, columns, how):
         adp.data.pue_dataset(pu, data.w_pu, ex, data.e_e)
     with pytest.raises(ValueError, match=r"`x_p` and `x_u` are tables with different"):
         adp.data.fpue_dataset(pu, ex, data.x_e, data.e_e)
+    with pytest.raises(ValueError, match=match):  # scored by position: 0.42 against 0.64
+        adp.validation_score(linear()(), pu, data.w_pu, ex, data.e_e, from_logits=True)
+    with pytest.raises(ValueError, match=match):
+        adp.exposure.fit_ratio_model(pu, data.w_pu, ex, data.e_e)
+    with pytest.raises(ValueError, match=match):
+        adp.validation.pue_validation_data(pu, data.w_pu, ex, data.e_e)
     # the same columns in the same order are taken, as arrays are
     same = _Table(data.x_e, ["price", "age"])
     fit = adp.fit_pue(linear(), pu, data.w_pu, same, data.e_e, **dict(FAST, candidates=["bce_w"]))

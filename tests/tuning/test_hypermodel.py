@@ -38,6 +38,10 @@ def test_objective_by_criterion():
         objective("adpue", "val_risk")
     with pytest.raises(ValueError, match="PE data lacks"):
         DebiasedHyperModel(loss="adpe", prior=0.3, criterion="exposure_likelihood", **kw)
+    # a score of validation_score without a metric: tuned by val_ref_risk silently before
+    with pytest.raises(ValueError, match="'exposure_brier' is a score of adp.validation_score, "
+                                         "not a tuner objective"):
+        DebiasedHyperModel(loss="adpue", criterion="exposure_brier", **kw)
 
 
 def _half(dim: int) -> keras.Model:
@@ -224,3 +228,20 @@ def test_build_net_must_return_a_model():
     hm = DebiasedHyperModel(build_net=lambda hp: "not a model")
     with pytest.raises(TypeError, match="keras.Model"):
         hm.build(keras_tuner.HyperParameters())
+
+
+@pytest.mark.parametrize("override", [{"loss": "mse"}, {"metrics": ["mae"]},
+                                      {"optimizer": "sgd"}])
+def test_a_tuner_that_compiles_the_trials_again_is_refused(pue, tmp_path, override):
+    """loss= trained every trial on MSE of the packed labels; metrics= left no score."""
+    train, val = pue
+    hm = DebiasedHyperModel(loss="adpue", input_shape=(2,))
+    tuner = keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=1, seed=0,
+                                     directory=tmp_path, overwrite=True, **override)
+    with pytest.raises(keras_tuner.errors.FatalValueError,
+                       match="The tuner compiled the trial's model again"):
+        tuner.search(train, validation_data=val, epochs=1, verbose=0)
+    # without an override the same trial runs
+    keras_tuner.RandomSearch(hm, objective=hm.objective, max_trials=1, seed=0,
+                             directory=tmp_path / "plain", overwrite=True).search(
+        train, validation_data=val, epochs=1, verbose=0)
