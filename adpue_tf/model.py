@@ -92,8 +92,8 @@ class _StepChecks:
         self.messages: dict[str, list[str]] = {"train": [], "test": []}
         self.late: dict[str, Any] = {}  # kind -> float32 variable: 1 + the failed check's index
         self.late_messages: dict[str, list[str]] = {"train": [], "test": []}
-        #: Train functions made since the last compile, by (refresh period, data checked):
-        #: RefreshDagger sets the period at each fit's start and clears it at its end.
+        #: Train functions made since the last compile, by (refresh period, data checked,
+        #: direct f†): RefreshDagger sets the period at each fit's start, clears it at its end.
         self.built: dict[tuple, Any] = {}
 
     def traced(self, model: "DebiasedModel", kind: str, step: Any, *args: Any,
@@ -119,7 +119,8 @@ class _StepChecks:
                 or getattr(function, "adpue_loop", False) or model.run_eagerly:
             return
         late = None
-        if model.jit_compile and not tf.distribute.has_strategy():
+        if model.jit_compile and not tf.distribute.has_strategy() \
+                and model.distribute_strategy is tf.distribute.get_strategy():
             late = self.late.get(kind)
             if late is None:
                 with tf.init_scope():
@@ -351,6 +352,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
             self._traced_mode = INITIAL
             # The traced steps read f† from the forward pass (direct mode, no
             # snapshot pass); trace them once more, now with the snapshot.
+            self._step_checks.built.clear()  # steps traced while direct
             if getattr(self, "train_function", None) is not None:
                 self.make_train_function(force=True)
             self.test_function = None
@@ -504,13 +506,13 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
 
         On TensorFlow a compiled step's checks are graph assertions: their
         ``InvalidArgumentError`` is raised again as the check's ``ValueError``
-        (a :class:`~adpue_tf.losses.DivergedError` for a blown-up output), the
-        TensorFlow error as its cause; under XLA, which compiles the assertions
+        (a :class:`~adpue_tf.losses.DivergedError` for a blown-up output); under XLA, which compiles the assertions
         away, the step also records its first failed check and ``fit`` raises
         it after that call (see the class's docstring). On JAX without donating
         the state, so a failing step leaves the weights.
         """
-        key = (self._refresh_every_steps, self._data_checked)
+        # what a traced step holds fixed: the refresh period, the feature check, direct f†
+        key = (self._refresh_every_steps, self._data_checked, self.dagger_mode == DIRECT)
         kept = self._step_checks.built.get(key) if force and TENSORFLOW else None
         if kept is not None:  # a step traced before for this refresh period and data
             self.train_function = kept
