@@ -67,10 +67,11 @@ def kept_random_state() -> Iterator[None]:
 
     Python's ``random`` and NumPy's global generator continue where they
     were (a bootstrap loop around fit_pue draws new rows each time); PyTorch's
-    generator too, where it is loaded; TensorFlow's global seed is set back
-    when the block changed it (its unseeded draws then start again from that
-    seed). Keras's own generator of unseeded ``keras.random`` calls keeps the
-    last net's seed (Keras has no public way to read it).
+    generator too, where it is loaded. TensorFlow's global seed stays pinned
+    (:func:`pin_tf_seed`, once per process where the caller set another):
+    setting it back would clear TensorFlow's kernel cache at every call. Keras's
+    own generator of unseeded ``keras.random`` calls keeps the last net's seed
+    (Keras has no public way to read it).
 
     Example:
         >>> import numpy as np
@@ -85,7 +86,6 @@ def kept_random_state() -> Iterator[None]:
     python, numpy = random.getstate(), np.random.get_state()
     torch = sys.modules.get("torch")
     torch_state = torch.get_rng_state() if torch is not None else None
-    tf_seed = tf.compat.v1.get_seed(None)[0] if tf.executing_eagerly() else None
     try:
         yield
     finally:
@@ -93,5 +93,3 @@ def kept_random_state() -> Iterator[None]:
         np.random.set_state(numpy)
         if torch is not None and torch_state is not None:
             torch.set_rng_state(torch_state)
-        if tf.executing_eagerly() and tf.compat.v1.get_seed(None)[0] != tf_seed:
-            tf.random.set_seed(tf_seed)

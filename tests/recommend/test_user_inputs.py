@@ -461,10 +461,9 @@ def test_masked_warmup_rows_are_refused(tmp_path):
 # -- the caller's random state -----------------------------------------------------------
 def test_fit_pue_leaves_the_callers_global_random_state_as_it_was(data):
     """A bootstrap loop around fit_pue drew the same rows every time: its nets' seeding reset
-    NumPy's and Python's global generators (and TensorFlow's seed)."""
+    NumPy's and Python's global generators. (TensorFlow's global seed stays pinned: setting it
+    back would clear the kernel cache at every call; test_reuse.py.)"""
     import random
-
-    import tensorflow as tf
 
     def draws(between):
         np.random.seed(0)
@@ -477,12 +476,7 @@ def test_fit_pue_leaves_the_callers_global_random_state_as_it_was(data):
         return out
 
     expected = draws(lambda: None)
-    tf.random.set_seed(7)
-    try:
-        assert draws(lambda: _fit(data, candidates=["bce_w"])) == expected
-        assert tf.compat.v1.get_seed(None)[0] == 7
-    finally:
-        tf.random.set_seed(None)
+    assert draws(lambda: _fit(data, candidates=["bce_w"])) == expected
     assert expected[1] != expected[2]
 
 
