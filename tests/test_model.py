@@ -430,3 +430,23 @@ def test_graph_mode_check_is_a_value_error_caused_by_tensorflows():
     with pytest.raises(ValueError, match=r"NaN or inf found in `x\[0\]`"):
         model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=1, verbose=0)
     assert all(np.all(np.isfinite(w)) for w in model.net.get_weights())
+
+
+def test_a_step_traced_on_direct_f_dagger_is_not_reused_after_alternate_learning_starts():
+    """The train functions kept across fits hold whether f† was direct when traced."""
+    x, y = _packed_rows()
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    model = adp.DebiasedModel(_net(0), initial_dagger=0.3)
+    model.compile(keras.optimizers.SGD(0.1), loss=adp.ADPUELoss(from_logits=True))
+    model.fit(ds, epochs=1, verbose=0)  # direct: f† = σ(z) of the step itself
+    start = [w.copy() for w in model.net.get_weights()]
+    model.start_alternate_learning()  # now the constant 0.3 until a refresh
+    model.fit(ds, epochs=1, verbose=0)
+    fresh_net = _net(1)
+    fresh_net.set_weights(start)
+    fresh = adp.DebiasedModel(fresh_net, initial_dagger=0.3)
+    fresh.compile(keras.optimizers.SGD(0.1), loss=adp.ADPUELoss(from_logits=True))
+    fresh.start_alternate_learning()
+    fresh.fit(ds, epochs=1, verbose=0)
+    for a, b in zip(model.net.get_weights(), fresh.net.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
