@@ -372,7 +372,7 @@ def _xla_model(steps=1):
     ("feature", r"NaN or inf found in `x\[0\]`.*jit_compile=False"),
     ("label", r"columns w and e must hold only 0 and 1.*jit_compile=False"),
 ])
-@pytest.mark.parametrize("steps", [1, 4])
+@pytest.mark.parametrize("steps", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_xla_step_raises_its_failed_check_after_the_step(poison, match, steps):
     """Under XLA the assertions compile away: a NaN feature or a label of 2 trained silently."""
     x, y = _packed_rows()
