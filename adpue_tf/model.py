@@ -89,24 +89,22 @@ class _StepChecks:
     """
 
     def __init__(self) -> None:
-        self.messages: dict[str, list[str]] = {"train": [], "test": []}
+        #: kind -> the (condition or None, message) of each check its traced step made
+        self.found: dict[str, list[tuple[Any, str]]] = {"train": [], "test": []}
         self.late: dict[str, Any] = {}  # kind -> float32 variable: 1 + the failed check's index
-        self.late_messages: dict[str, list[str]] = {"train": [], "test": []}
         #: Train functions made since the last compile, by (refresh period, data checked,
         #: direct f†): RefreshDagger sets the period at each fit's start, clears it at its end.
         self.built: dict[tuple, Any] = {}
 
-    def traced(self, model: "DebiasedModel", kind: str, step: Any, *args: Any,
-               **kwargs: Any) -> Any:
+    def traced(self, kind: str, step: Any, *args: Any, **kwargs: Any) -> Any:
         if not TENSORFLOW or tf.executing_eagerly():
             return step(*args, **kwargs)
         with recording_checks() as found:
             logs = step(*args, **kwargs)
-        self.messages[kind] = list(dict.fromkeys(m for _, m in found))
+        self.found[kind] = found
         late = self.late.get(kind)
-        here = [(ok, m) for ok, m in found if ok is not None]
+        here = self._here(kind)
         if late is not None and here:
-            self.late_messages[kind] = [m for _, m in here]
             bad = tf.logical_not(tf.stack([tf.reshape(tf.cast(ok, tf.bool), ()) for ok, _ in here]))
             code = tf.where(tf.reduce_any(bad),
                             tf.cast(tf.argmax(tf.cast(bad, tf.int32)), tf.float32) + 1.0, 0.0)
@@ -141,7 +139,7 @@ class _StepChecks:
                 code = int(late.numpy())
                 if code:
                     late.assign(0.0)
-                    words = _ending(self.late_messages[kind][code - 1])
+                    words = _ending(self._here(kind)[code - 1][1])
                     raise error_of(words.replace(" before the weights are updated", "")
                                    + _AFTER_XLA)
             return logs
@@ -149,9 +147,13 @@ class _StepChecks:
         checked.adpue_checked = True  # type: ignore[attr-defined]
         setattr(model, f"{kind}_function", checked)
 
+    def _here(self, kind: str) -> list[tuple[Any, str]]:
+        """The checks of ``kind``'s step made in the step's own graph (whose conditions it reads)."""
+        return [(ok, m) for ok, m in self.found[kind] if ok is not None]
+
     def _own(self, kind: str, text: str) -> Exception | None:
         """The check of ``kind``'s step that failed with ``text``, as its error (None: not one)."""
-        for message in self.messages[kind]:
+        for _, message in self.found[kind]:
             at = text.find(message)
             if at >= 0:
                 line = text[at:].split("\n", 1)[0]
@@ -402,7 +404,7 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
         """Keras's step; then the refresh :meth:`schedule_refresh` asked for, when it is due."""
         self._tracing_train_step = True
         try:
-            logs = self._step_checks.traced(self, "train", super().train_step, *args, **kwargs)
+            logs = self._step_checks.traced("train", super().train_step, *args, **kwargs)
         finally:
             self._tracing_train_step = False
         n = self._refresh_every_steps
@@ -499,17 +501,18 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
     # -- JAX and PyTorch: the mode at tracing; JAX: a failed step keeps the weights --
     def test_step(self, *args: Any, **kwargs: Any) -> Any:
         """Keras's step (its checks recorded on TensorFlow: :meth:`make_train_function`)."""
-        return self._step_checks.traced(self, "test", super().test_step, *args, **kwargs)
+        return self._step_checks.traced("test", super().test_step, *args, **kwargs)
 
     def make_train_function(self, force: bool = False) -> Any:
         """Keras's; a failed check of a step raised as a ``ValueError``.
 
         On TensorFlow a compiled step's checks are graph assertions: their
         ``InvalidArgumentError`` is raised again as the check's ``ValueError``
-        (a :class:`~adpue_tf.losses.DivergedError` for a blown-up output); under XLA, which compiles the assertions
-        away, the step also records its first failed check and ``fit`` raises
-        it after that call (see the class's docstring). On JAX without donating
-        the state, so a failing step leaves the weights.
+        (a :class:`~adpue_tf.losses.DivergedError` for a blown-up output);
+        under XLA, which compiles the assertions away, the step also records
+        its first failed check and ``fit`` raises it after that call (see the
+        class's docstring). On JAX without donating the state, so a failing
+        step leaves the weights.
         """
         # what a traced step holds fixed: the refresh period, the feature check, direct f†
         key = (self._refresh_every_steps, self._data_checked, self.dagger_mode == DIRECT)

@@ -414,7 +414,7 @@ def test_xla_step_on_clean_rows_trains_as_without_the_recorded_checks():
     model = _xla_model()
     model.fit(ds, epochs=2, verbose=0)
     plain = _xla_model()
-    plain._step_checks.traced = lambda model, kind, step, *a, **k: step(*a, **k)
+    plain._step_checks.traced = lambda kind, step, *a, **k: step(*a, **k)
     plain.make_train_function()
     plain.train_function = None  # Keras's own function, nothing recorded or read
     plain.fit(ds, epochs=2, verbose=0)

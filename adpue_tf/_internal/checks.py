@@ -283,8 +283,10 @@ def check_same_columns(tables: Sequence[tuple[str, tuple[str, ...] | None]]) -> 
         >>> check_same_columns([("x_pu", ("a", "b")), ("x_e", ("a", "b")), ("x_u", None)])
     """
     named = [(n, c) for n, c in tables if c is not None]
+    if not named:
+        return
+    first, expected = named[0]
     for name, columns in named[1:]:
-        first, expected = named[0]
         if columns != expected:
             how = ("the same names in another order" if sorted(columns) == sorted(expected)
                    else "other names")

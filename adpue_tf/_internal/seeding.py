@@ -91,5 +91,5 @@ def kept_random_state() -> Iterator[None]:
     finally:
         random.setstate(python)
         np.random.set_state(numpy)
-        if torch is not None and torch_state is not None:
+        if torch is not None:
             torch.set_rng_state(torch_state)

@@ -466,4 +466,3 @@ def make_stream(name: str, source: Source, x: Any, **labels: tuple[str, Any]) ->
     if isinstance(x, tf.data.Dataset):
         return _dataset_stream(name, source, x, labels)
     return dataclasses.replace(_array_stream(name, source, x, labels), columns=table_columns(x))
-

@@ -351,8 +351,9 @@ def shift_hint(pu: Rows, e: Rows) -> str | None:
     :data:`SPREAD_ROWS` rows in each log, its standard deviation in one log
     is over :data:`SPREAD` times the other's and its variances differ by more
     than six standard errors (a variance's is ``sqrt((m4 - var²) / n)``, each
-    log's rows about its own mean: large for a column that is almost always one value, such as
-    an image's corner pixel or a rare one-hot, whose spreads differ by chance).
+    log's rows about its own mean: large for a column that is almost always
+    one value, such as an image's corner pixel or a rare one-hot, whose
+    spreads differ by chance).
     Returns the sentence, or None.
     """
     def floats(rows: Rows) -> dict[str, np.ndarray]:
