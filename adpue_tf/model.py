@@ -152,7 +152,11 @@ class _StepChecks:
         return [(ok, m) for ok, m in self.found[kind] if ok is not None]
 
     def _own(self, kind: str, text: str) -> Exception | None:
-        """The check of ``kind``'s step that failed with ``text``, as its error (None: not one)."""
+        """The check of ``kind``'s step that failed with ``text``, as its error (None: not one).
+
+        TensorFlow writes a quote of an assertion's message escaped (``loss\\'s``).
+        """
+        text = text.replace("\\'", "'").replace('\\"', '"')
         for _, message in self.found[kind]:
             at = text.find(message)
             if at >= 0:

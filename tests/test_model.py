@@ -450,3 +450,17 @@ def test_a_step_traced_on_direct_f_dagger_is_not_reused_after_alternate_learning
     fresh.fit(ds, epochs=1, verbose=0)
     for a, b in zip(model.net.get_weights(), fresh.net.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_graph_mode_source_check_is_a_value_error_in_fit_and_evaluate():
+    """A check whose message holds a quote (TensorFlow escapes it) is raised as its ValueError."""
+    x, y = _packed_rows()
+    only_e = y[:, 2] == float(adp.Source.E)
+    ds = tf.data.Dataset.from_tensor_slices((x[only_e], y[only_e])).batch(64)
+    model = adp.DebiasedModel(_net(0), initial_dagger=0.3)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    for run in (lambda: model.fit(ds, epochs=1, verbose=0),
+                lambda: model.evaluate(ds, verbose=0),
+                lambda: model.fit(x[:16], y[:16], validation_data=ds, epochs=1, verbose=0)):
+        with pytest.raises(ValueError, match=r"needs rows of PU and E in every batch.*loss's"):
+            run()
