@@ -490,8 +490,17 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
 
         The data builders shuffle (with their ``seed``), and Keras ignores
         ``shuffle`` for a Dataset, warning on its default ``True``; an explicit
-        ``shuffle=`` is passed on unchanged.
+        ``shuffle=`` is passed on unchanged. ``class_weight`` is refused: Keras
+        takes a row's class as the argmax of its labels, which for packed
+        ``(w, e, source)`` labels is not ``W`` (weigh rows with ``sample_weight``).
         """
+        class_weight = args[7] if len(args) > 7 else kwargs.get("class_weight")
+        if class_weight is not None:
+            raise ValueError(
+                "`class_weight` cannot weigh packed labels: Keras takes a row's class as the "
+                "argmax of its label columns (w, e, source), so it would weigh E rows with "
+                "e = 1, not the positives W = 1. Pass `sample_weight` (one weight a row) "
+                "instead.")
         if isinstance(x, tf.data.Dataset) and len(args) < 7:  # shuffle not given by position
             kwargs.setdefault("shuffle", False)
         checked = features_checked(x)

@@ -464,3 +464,15 @@ def test_graph_mode_source_check_is_a_value_error_in_fit_and_evaluate():
                 lambda: model.fit(x[:16], y[:16], validation_data=ds, epochs=1, verbose=0)):
         with pytest.raises(ValueError, match=r"needs rows of PU and E in every batch.*loss's"):
             run()
+
+
+def test_class_weight_is_refused_by_name():
+    """Keras's class of a packed row is the argmax of (w, e, source): not W."""
+    x, y = _packed_rows()
+    model = adp.DebiasedModel(_net(0), initial_dagger=0.3)
+    model.compile("sgd", loss=adp.ADPUELoss(from_logits=True))
+    with pytest.raises(ValueError, match="`class_weight`.*sample_weight"):
+        model.fit(x, y, epochs=1, verbose=0, class_weight={0: 1.0, 1: 5.0})
+    with pytest.raises(ValueError, match="`class_weight`"):
+        model.fit(x, y, 16, 1, 0, None, 0.0, None, True, {0: 1.0, 1: 5.0})
+    model.fit(x, y, epochs=1, verbose=0, class_weight=None)  # None: as Keras
