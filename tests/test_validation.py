@@ -382,6 +382,50 @@ def test_metrics_equal_validation_score_in_evaluate(small):
     np.testing.assert_allclose(logs["risk"], rr, rtol=1e-5)  # val_risk is the reference risk
 
 
+@pytest.mark.parametrize("batch_size", [7, 64, 1024])
+def test_validation_data_holds_every_row_once_and_the_metric_is_validation_score(small,
+                                                                                batch_size):
+    """Batches that do not divide the rows: no row repeated, both sources in every batch."""
+    s, theta = small
+    n_pu, n_e = len(s.x_pu) - 3, len(s.x_e) - 8  # sizes no batch divides
+    x_pu, w, x_e, e = s.x_pu[:n_pu], s.w_pu[:n_pu], s.x_e[:n_e], s.e_e[:n_e]
+    ref = _const_prob(2, 0.6)
+    for as_dict in (False, True):
+        fx = (lambda a: {"x": a}) if as_dict else (lambda a: a)
+        on_dict = lambda m: keras.Model({"x": (i := keras.Input((2,), name="x"))}, m(i))  # noqa: E731
+        ds = validation.pue_validation_data(
+            fx(x_pu), w, fx(x_e), e, exposure_model=on_dict(theta) if as_dict else theta,
+            reference=on_dict(ref) if as_dict else ref, batch_size=batch_size)
+        batches = [(x["x"] if as_dict else x, y.numpy()) for x, y in ds]
+        assert all(len(y) <= batch_size for _, y in batches)
+        assert all({0.0, 1.0} <= set(y[:, 2]) for _, y in batches)  # PU and E in each
+        x_all = np.concatenate([np.asarray(x) for x, _ in batches])
+        y_all = np.concatenate([y for _, y in batches])
+        pu = y_all[:, 2] == 0
+        np.testing.assert_array_equal(x_all[pu], x_pu.astype("float32"))  # in order, once
+        np.testing.assert_array_equal(x_all[~pu], x_e.astype("float32"))
+        np.testing.assert_array_equal(y_all[pu, 0], w)
+        np.testing.assert_array_equal(y_all[~pu, 1], e)
+        if not as_dict:
+            on_arrays = ds
+    net = _linear([1.5, -0.5], 0.2)
+    net.compile(loss=adp.ADPUELoss(from_logits=True),
+                metrics=[validation.ExposureLikelihood(from_logits=True)])
+    got = net.evaluate(on_arrays, verbose=0, return_dict=True)["exposure_nll"]
+    want = np.mean(_nll_np(w, net.predict(x_pu, verbose=0).ravel(),
+                           theta.predict(x_pu, verbose=0).ravel()))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_pe_validation_data_with_few_positives_grows_its_batches_to_hold_them():
+    x_p, x_e = np.ones((3, 2), "float32"), np.zeros((50, 2), "float32")
+    e = np.tile([0.0, 1.0], 25)
+    ds = validation.pe_validation_data(x_p, x_e, e, reference=_const_prob(2, 0.5), batch_size=4)
+    ys = [y.numpy() for _, y in ds]
+    assert len(ys) == 3 and all(np.sum(y[:, 2] == float(labels.Source.P)) == 1 for y in ys)
+    assert sum(len(y) for y in ys) == 53
+
+
 def test_exposure_likelihood_metric_case_control_form():
     rng = np.random.default_rng(3)
     theta_p, theta_u = rng.uniform(0.1, 0.9, 7), rng.uniform(0.1, 0.9, 9)

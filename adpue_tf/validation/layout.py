@@ -7,15 +7,15 @@ training, and pack them with the rows, so that the metrics of
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf import data as data_lib
 from adpue_tf._internal.checks import check_int
+from adpue_tf.data._streams import stream_features
 from adpue_tf.exposure import _features, _labels, fit_exposure_model, fit_ratio_model
+from adpue_tf.labels import pack_e, pack_p, pack_pu, pack_u
 from adpue_tf.validation.scores import (
     Yardstick,
     _check_rows,
@@ -27,27 +27,39 @@ from adpue_tf.validation.scores import (
 __all__ = ["fpue_validation_data", "pe_validation_data", "pue_validation_data"]
 
 
-def _augmented(x: np.ndarray, column: np.ndarray) -> np.ndarray:
-    return np.concatenate([x.reshape(len(x), -1), column.reshape(-1, 1)],
-                          axis=1).astype("float32")
+def _each_row_once(parts: list[tuple[str, Any, np.ndarray, np.ndarray]],
+                   batch_size: int) -> tf.data.Dataset:
+    """Batches in which every row of every part appears once, each batch holding every part.
 
-
-def _split(shape: tuple[int, ...]) -> Callable[[Any, Any], tuple[Any, Any]]:
-    def split(xa: Any, y: Any) -> tuple[Any, Any]:
-        x = tf.reshape(xa[:, :-1], (-1, *shape))
-        return x, tf.concat([y, xa[:, -1:]], axis=1)
-    return split
-
-
-def _split_pair(xc: Any, y: Any) -> tuple[Any, Any]:
-    """``((features, column), y)`` -> ``(features, [y, column])``.
-
-    A dict of features travels with its yardstick column as the pair
-    ``(features, column)``, never as a key of the user's dict: every feature
-    name stays the user's (``"__yardstick__"`` too).
+    ``parts``: ``(name, features, packed labels, yardstick column)``. The
+    parts are cut into the same number of contiguous chunks, as few as keep
+    a batch within ``batch_size`` rows (more, larger batches, only where a
+    part has fewer rows than that many chunks); batch ``i`` holds chunk ``i``
+    of every part. Unlike a training stream, no row is repeated to fill a
+    batch, so a metric's mean over the batches is its mean over the rows.
     """
-    x, column = xc
-    return x, tf.concat([y, tf.reshape(tf.cast(column, tf.float32), (-1, 1))], axis=1)
+    feats, labels_, sizes = [], [], []
+    for name, x, y, column in parts:
+        x, n = stream_features(name, x)
+        feats.append(x)
+        labels_.append(np.concatenate([y, np.reshape(column, (-1, 1))], axis=1)
+                       .astype("float32"))
+        sizes.append(n)
+    steps = -(-sum(sizes) // batch_size)
+    while steps < min(sizes) and sum(-(-n // steps) for n in sizes) > batch_size:
+        steps += 1
+    steps = max(1, min(steps, min(sizes)))
+    starts = np.cumsum([0, *sizes[:-1]])
+    chunks = [np.array_split(np.arange(n) + s0, steps) for n, s0 in zip(sizes, starts)]
+    order = [np.concatenate([c[i] for c in chunks]) for i in range(steps)]
+    x_all = tf.nest.map_structure(lambda *a: np.concatenate(a), *feats)
+    y_all = np.concatenate(labels_)
+    index = tf.RaggedTensor.from_row_lengths(np.concatenate(order).astype("int64"),
+                                             [len(o) for o in order])
+    data = tf.data.Dataset.from_tensors((x_all, y_all))
+    rows = tf.data.Dataset.from_tensor_slices(index)
+    return tf.data.Dataset.zip((rows, data.repeat())).map(
+        lambda i, d: tf.nest.map_structure(lambda t: tf.gather(t, i), d))
 
 
 def _fitted_theta(exposure_model: Any, x_e: np.ndarray, e: np.ndarray) -> Yardstick:
@@ -61,8 +73,9 @@ def pue_validation_data(x_pu: Any, w: Any, x_e: Any, e: Any, *,
                         batch_size: int = 1024) -> tf.data.Dataset:
     """Held-out PUE rows in the validation layout, for ``validation_data=``.
 
-    Like :func:`adpue_tf.data.pue_dataset` with ``shuffle=False``, plus
-    column 3: ``θ̂(x)`` on the PU rows and ``f_ref(x)`` on the E rows. With
+    The rows in order, each once (no row repeated to fill a batch, so a
+    metric's mean is over the held-out rows), every batch holding both
+    sources, plus column 3: ``θ̂(x)`` on the PU rows and ``f_ref(x)`` on the E rows. With
     these labels :class:`ExposureLikelihood` and :class:`ReferenceRisk` work
     in ``fit``/``evaluate``, and the ``val_risk`` of a ``DebiasedModel`` (or
     of ``adp.metrics.risk_metrics``) is the reference risk.
@@ -100,14 +113,8 @@ def pue_validation_data(x_pu: Any, w: Any, x_e: Any, e: Any, *,
         reference = fit_ratio_model(x_pu, w, x_e, e, exposure_model=_ratio_exposure(theta))
     col_pu = _probabilities("exposure_model", theta, x_pu, batch_size)
     col_e = _probabilities("reference", reference, x_e, batch_size)
-    if isinstance(x_pu, dict):
-        ds = data_lib.pue_dataset((x_pu, col_pu.astype("float32")), w,
-                                  (x_e, col_e.astype("float32")), e,
-                                  batch_size=batch_size, shuffle=False)
-        return ds.map(_split_pair)
-    ds = data_lib.pue_dataset(_augmented(x_pu, col_pu), w, _augmented(x_e, col_e), e,
-                              batch_size=batch_size, shuffle=False)
-    return ds.map(_split(x_pu.shape[1:]))
+    return _each_row_once([("x_pu", x_pu, pack_pu(w), col_pu), ("x_e", x_e, pack_e(e), col_e)],
+                          batch_size)
 
 
 def _p_rows(x_p: Any, x_e: np.ndarray) -> np.ndarray:
@@ -152,15 +159,14 @@ def pe_validation_data(x_p: Any, x_e: Any, e: Any, *, reference: Yardstick,
         >>> ds = pe_validation_data(s.x_pu[s.w_pu == 1], s.x_e, s.e_e, reference=half,
         ...                         batch_size=256)
         >>> y = next(iter(ds))[1]
-        >>> tuple(y.shape), float(y[0, 3])
-        ((256, 4), 0.5)
+        >>> tuple(y.shape), float(y[0, 3])  # two batches: 22 P + 150 E rows, then the rest
+        ((172, 4), 0.5)
     """
     x_e_arr, e_arr, x_p_arr, batch_size = _p_e_rows(x_p, x_e, e, reference, batch_size, 2)
     col_p = _probabilities("reference", reference, x_p_arr, batch_size)
     col_e = _probabilities("reference", reference, x_e_arr, batch_size)
-    ds = data_lib.pe_dataset(_augmented(x_p_arr, col_p), _augmented(x_e_arr, col_e), e_arr,
-                             batch_size=batch_size, shuffle=False)
-    return ds.map(_split(x_e_arr.shape[1:]))
+    return _each_row_once([("x_p", x_p_arr, pack_p(len(x_p_arr)), col_p),
+                           ("x_e", x_e_arr, pack_e(e_arr), col_e)], batch_size)
 
 
 def fpue_validation_data(x_p: Any, x_u: Any, x_e: Any, e: Any, *,
@@ -196,8 +202,8 @@ def fpue_validation_data(x_p: Any, x_u: Any, x_e: Any, e: Any, *,
         ...     1, activation="sigmoid", kernel_initializer="zeros")])
         >>> ds = fpue_validation_data(s.x_pu[s.w_pu == 1], s.x_pu, s.x_e, s.e_e,
         ...                           reference=half, batch_size=64)
-        >>> tuple(next(iter(ds))[1].shape)
-        (64, 4)
+        >>> tuple(next(iter(ds))[1].shape)  # every row once, in 11 batches of at most 64
+        (60, 4)
     """
     x_e_arr, e_arr, x_p_arr, batch_size = _p_e_rows(x_p, x_e, e, reference, batch_size, 3)
     if x_u is None:
@@ -210,10 +216,9 @@ def fpue_validation_data(x_p: Any, x_u: Any, x_e: Any, e: Any, *,
     col_p = _probabilities("exposure_model", theta, x_p_arr, batch_size)
     col_u = _probabilities("exposure_model", theta, x_u_arr, batch_size)
     col_e = _probabilities("reference", reference, x_e_arr, batch_size)
-    ds = data_lib.fpue_dataset(_augmented(x_p_arr, col_p), _augmented(x_u_arr, col_u),
-                               _augmented(x_e_arr, col_e), e_arr, batch_size=batch_size,
-                               shuffle=False)
-    return ds.map(_split(x_e_arr.shape[1:]))
+    return _each_row_once([("x_p", x_p_arr, pack_p(len(x_p_arr)), col_p),
+                           ("x_u", x_u_arr, pack_u(len(x_u_arr)), col_u),
+                           ("x_e", x_e_arr, pack_e(e_arr), col_e)], batch_size)
 
 
 def _p_e_rows(x_p: Any, x_e: Any, e: Any, reference: Any, batch_size: Any,
