@@ -40,6 +40,7 @@ __all__ = [
     "NUM_COLUMNS",
     "OBSERVES_E",
     "OBSERVES_W",
+    "UNEXPOSED_POSITIVE",
     "UNOBSERVED",
     "pack_labels",
     "pack_pu",
@@ -334,6 +335,11 @@ UNOBSERVED = ("column w must be 0 on rows of a source that observes no W (E, P, 
               "column e 0 on rows of a source that observes no E (PU, P, U): are the "
               "columns swapped? Pack them with pack_labels")
 
+#: On SSE rows ``W = E·Y``: ``w`` is 0 wherever ``e`` is 0.
+UNEXPOSED_POSITIVE = ("column w must be 0 where column e is 0 on SSE rows (W = E·Y: a row "
+                      "not exposed is not an observed positive): are the columns swapped? "
+                      "Pack them with pack_labels")
+
 
 def check_packed(name: str, y: Any) -> np.ndarray:
     """Validate a packed label matrix held in NumPy.
@@ -379,4 +385,8 @@ def check_packed(name: str, y: Any) -> np.ndarray:
         raise ValueError(
             f"`{name}`: {UNOBSERVED} ({int(np.sum(stray_w))} row(s) with w != 0 from "
             f"E, P or U, {int(np.sum(stray_e))} with e != 0 from PU, P or U).")
+    unexposed = (codes == int(Source.SSE)) & (arr[:, W] > arr[:, E])
+    if np.any(unexposed):
+        raise ValueError(f"`{name}`: {UNEXPOSED_POSITIVE} ({int(np.sum(unexposed))} SSE "
+                         "row(s) with w = 1 and e = 0).")
     return arr.astype(np.float32, copy=False)

@@ -195,6 +195,29 @@ def test_a_column_a_source_does_not_observe_must_be_0_eager_and_graph(case):
         adp.labels.check_packed("y", y.numpy())
 
 
+@pytest.mark.parametrize("make, pu", [(lambda: adp.ADSLoss(from_logits=True), False),
+                                      (lambda: adp.ADSSLoss(from_logits=True), False),
+                                      (lambda: adp.DoubleADSSLoss(alpha=0.5, from_logits=True),
+                                       False),
+                                      (lambda: adp.PNULoss(prior=0.3, from_logits=True), False),
+                                      (lambda: adp.AD3SELoss(alpha=0.5, from_logits=True), True)],
+                         ids=["ads", "adss", "double_adss", "pnu", "ad3se"])
+def test_an_sse_row_with_w_but_no_exposure_is_refused_eager_and_graph(make, pu):
+    """W = E·Y: an SSE row with w = 1 and e = 0 (columns swapped) gave another risk silently."""
+    w, e = np.array([1, 0, 0, 1, 0, 0]), np.array([1, 1, 0, 1, 1, 0])
+    more = [adp.pack_labels(adp.Source.PU, w=[1, 0, 0])] if pu else []
+    swapped = adp.pack_labels(adp.Source.SSE, w=w, e=e)[:, [1, 0, 2]]  # e in column w
+    y = np.concatenate([swapped, *more])
+    z = tf.zeros((len(y), 1))
+    loss = make()
+    with pytest.raises(ValueError, match="column w must be 0 where column e is 0 on SSE rows"):
+        loss(tf.constant(y), z)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="on SSE rows.*columns swapped"):
+        tf.function(loss)(tf.constant(y), z)
+    fine = np.concatenate([adp.pack_labels(adp.Source.SSE, w=w, e=e), *more])
+    assert np.isfinite(float(tf.function(loss)(tf.constant(fine), z)))
+
+
 def test_every_packed_source_keeps_the_unobserved_columns_at_0():
     y = np.concatenate([adp.pack_labels(adp.Source.PU, w=[1, 0]),
                         adp.pack_labels(adp.Source.E, e=[1, 0]),

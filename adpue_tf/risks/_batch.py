@@ -81,10 +81,12 @@ def _graph_asserts(y: Any, extra: Sequence[Check] = (), first: Sequence[Check] =
     has_w, has_e = (ops.any(ops.stack([src == float(s) for s in sources]), axis=0)
                     for sources in (labels.OBSERVES_W, labels.OBSERVES_E))
     observed = ops.all((has_w | (w == 0.0)) & (has_e | (e == 0.0)))
+    exposed = ops.all((src != float(labels.Source.SSE)) | (w <= e))
     checks: list[Check] = [
         (binary, "y_true: columns w and e must hold only 0 and 1", None),
         (known, "y_true: unknown source code in column 2", None),
         (observed, "y_true: " + labels.UNOBSERVED, None),
+        (exposed, "y_true: " + labels.UNEXPOSED_POSITIVE, None),
     ]
     if y.shape[-1] == 4:
         d = y[:, labels.DAGGER]
