@@ -132,3 +132,18 @@ def test_a_batched_dataset_is_refused_by_name(s, call):
     with pytest.raises(ValueError, match=r"`x_(pu|e)` must be a Dataset of unbatched rows, but "
                                          r"its (w|e) has shape \(None,\)"):
         call(s, batched)
+
+
+def test_a_logit_exposure_model_is_told_to_end_in_a_sigmoid_not_to_pass_from_logits():
+    """The validation-data builders and fit_ratio_model take no `from_logits`: not advised."""
+    s = adp.synthetic.synthetic_pue(200, 200, seed=0)
+    logit_theta = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    logit_theta.set_weights([np.array([[2.0], [-3.0]], "float32"), np.array([0.5], "float32")])
+    for call in (lambda: adp.validation.pue_validation_data(s.x_pu, s.w_pu, s.x_e, s.e_e,
+                                                            exposure_model=logit_theta),
+                 lambda: adp.exposure.fit_ratio_model(s.x_pu, s.w_pu, s.x_e, s.e_e,
+                                                      exposure_model=logit_theta)):
+        with pytest.raises(ValueError, match="outputs logits. End the model with a sigmoid: "
+                                             "`exposure_model` takes probabilities") as err:
+            call()
+        assert "from_logits" not in str(err.value)

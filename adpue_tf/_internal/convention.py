@@ -85,12 +85,14 @@ def final_activation(model: Any, names: Sequence[str] = _SQUASHING) -> str | Non
     return None
 
 
-def check_output_values(name: str, values: Any, *, from_logits: bool) -> None:
+def check_output_values(name: str, values: Any, *, from_logits: bool,
+                        fix: str | None = None) -> None:
     """Refuse a sample of outputs that breaks the convention ``from_logits`` (eager values).
 
     With ``from_logits=False`` every finite value must lie in ``[0, 1]``; with
     ``from_logits=True`` an output cached by a Keras sigmoid (``_keras_logits``)
-    is refused.
+    is refused. ``fix``: the advice for outputs outside ``[0, 1]`` (None: pass
+    ``from_logits=True`` or end the model with a sigmoid).
 
     Raises:
         ValueError: naming ``name``, what was found and the fix.
@@ -115,10 +117,11 @@ def check_output_values(name: str, values: Any, *, from_logits: bool) -> None:
     arr = np.asarray(known, dtype=np.float64)
     finite = arr[np.isfinite(arr)]
     if finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
+        told = "" if fix else " (`from_logits=False`)"
         raise ValueError(
-            f"{name} must output probabilities in [0, 1] (`from_logits=False`), but a sample "
+            f"{name} must output probabilities in [0, 1]{told}, but a sample "
             f"of its outputs spans [{finite.min():.4g}, {finite.max():.4g}]: it outputs "
-            "logits. Pass `from_logits=True`, or end the model with a sigmoid.")
+            "logits. " + (fix or "Pass `from_logits=True`, or end the model with a sigmoid."))
 
 
 def made_up_inputs(model: Any, rows: int = 16) -> Any:
@@ -250,7 +253,7 @@ def squashes(model: Any, sample: Any) -> str | None:
 
 
 def check_output_convention(name: str, model: Any, *, from_logits: bool,
-                            sample: Any = None) -> None:
+                            sample: Any = None, fix: str | None = None) -> None:
     """Refuse ``model`` (a Keras model or a function ``x -> output``) if it breaks the convention.
 
     Args:
@@ -262,6 +265,9 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
             up from the model's input specs (:func:`made_up_inputs`), or no
             value check for a function or a model of unknown inputs. A sample
             the model cannot take is skipped: only the convention is judged here.
+        fix: what the error advises for outputs outside ``[0, 1]`` where
+            probabilities are expected (None: pass ``from_logits=True`` or end
+            the model with a sigmoid).
 
     Raises:
         ValueError: a sigmoid/softmax output where logits are expected, or a
@@ -301,7 +307,7 @@ def check_output_convention(name: str, model: Any, *, from_logits: bool,
     except Exception:  # noqa: BLE001 - a sample the model cannot take: not judged here
         return
     if len(flat) == 1:
-        check_output_values(name, flat[0], from_logits=from_logits)
+        check_output_values(name, flat[0], from_logits=from_logits, fix=fix)
 
 
 def check_logit_model(name: str, model: Any, sample: Any = None) -> None:
@@ -310,5 +316,11 @@ def check_logit_model(name: str, model: Any, sample: Any = None) -> None:
 
 
 def check_probability_model(name: str, model: Any, sample: Any = None) -> None:
-    """:func:`check_output_convention` with probabilities expected (``from_logits=False``)."""
-    check_output_convention(name, model, from_logits=False, sample=sample)
+    """:func:`check_output_convention` with probabilities expected (``from_logits=False``).
+
+    For an argument that takes probabilities only (no ``from_logits`` of its
+    own, as an exposure model or a reference): the error says to end the model
+    with a sigmoid.
+    """
+    check_output_convention(name, model, from_logits=False, sample=sample,
+                            fix=f"End the model with a sigmoid: {name} takes probabilities.")
