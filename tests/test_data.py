@@ -201,7 +201,7 @@ def _as_dataset(x, *labels):
     return tf.data.Dataset.from_tensor_slices((x, *labels) if labels else x)
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("shuffle", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_dataset_inputs_match_arrays(shuffle):
     cases = [
         (data.pue_dataset, (X["pu"], W_PU, X["e"], E_E),

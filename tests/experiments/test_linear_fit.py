@@ -180,7 +180,8 @@ def test_without_tol_every_model_takes_every_step():
     np.testing.assert_array_equal(fit.steps, [30, 30])
 
 
-@pytest.mark.parametrize("sparse", [False, True], ids=["dense-xla", "sparse"])
+@pytest.mark.parametrize("sparse", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["dense-xla", "sparse"])
 def test_tol_stops_each_model_at_its_own_convergence(sparse):
     """A converged model stops at a check step, with the weights of that step, whatever the
     others do: the same steps and weights in a batch, alone, and without a tolerance."""

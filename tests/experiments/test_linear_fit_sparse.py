@@ -30,6 +30,7 @@ def _sparse_problem(trials=3, rows=80, features=25, density=0.1, seed=0):
     return x.astype(np.float32), np.concatenate([y, dagger], axis=-1)
 
 
+@pytest.mark.slow
 def test_sparse_path_gives_the_dense_fit():
     """Mixed risks, options, L2 and row weights per model; warm start included."""
     x, y = _sparse_problem()

@@ -49,6 +49,7 @@ def test_one_entry_adds_a_candidate_that_trains_in_the_joint_pass(monkeypatch):
     assert not np.allclose(z, np.asarray(other.candidates["exposed_pu"](S.x_pu[:200])))
 
 
+@pytest.mark.slow
 def test_a_new_entry_changes_no_other_candidates_result(monkeypatch):
     """Seeds come from names: an entry put first in the table leaves every other net as it was.
 

@@ -105,7 +105,8 @@ def _small_fit(monkeypatch, full: bool, jit: bool, names):
     return fit, s
 
 
-@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("jit", [False, True])
 def test_fit_pue_on_one_batch_gives_the_pipelines_scores_and_choice(monkeypatch, jit):
     """Every row in one batch: the same held-out scores, choice and model as the shuffled batches.
 

@@ -113,8 +113,8 @@ def _fit(monkeypatch, cut: bool, full: bool = False, **options):
     return fit, s, used
 
 
-@pytest.mark.parametrize("options", [{}, pytest.param({"folds": 2}, marks=pytest.mark.slow),
-                                     pytest.param({"jit_compile": True}, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [{}, {"folds": 2}, {"jit_compile": True}])
 def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypatch, options):
     """Rows a risk weighs 0 add exact zeros: only float rounding differs (folds, XLA too)."""
     cut, s, used = _fit(monkeypatch, cut=True, **options)

@@ -115,6 +115,7 @@ def test_a_plain_call_keeps_nothing_after_it_returns():
     assert fit.model.count_params() > 0
 
 
+@pytest.mark.slow
 def test_blocks_nest_the_outermost_keeps_and_drops():
     build = _mlp()
     with reuse.keep_compiled():
@@ -135,6 +136,7 @@ def test_one_block_object_may_be_entered_again():
         assert reuse._KEPT is None
 
 
+@pytest.mark.slow
 def test_the_second_call_reuses_the_joint_steps_and_returns_nets_of_its_own(kept):
     build = _mlp()
     first, = _fits(build, seeds=(0,))
