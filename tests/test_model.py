@@ -136,7 +136,7 @@ def test_call_and_predict_return_the_net_output(pue):
     np.testing.assert_array_equal(model.predict(x, verbose=0), model.net.predict(x, verbose=0))
 
 
-@pytest.mark.parametrize("initial", ["constant", "model"])
+@pytest.mark.parametrize("initial", [pytest.param("constant", marks=pytest.mark.slow), "model"])
 def test_keras_save_load_keeps_net_snapshot_and_initial_guess(pue, tmp_path, initial):
     _, ds = pue
     x, y = _batch(ds)

@@ -32,7 +32,7 @@ from adpue_tf.risks import _batch, correction
 
 import reference as ref
 
-SETTINGS = settings(max_examples=25, deadline=None,
+SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # (loss, reference name, reference options, the sources of its setting)

@@ -163,6 +163,7 @@ def test_ratio_matches_logistic_regression(pue):
         np.testing.assert_allclose(r.predict_proba(EVAL.x), np.clip(q / theta, 0, 1), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_ratio_batched_equals_one_trial_at_a_time():
     ds = [synthetic.synthetic_pue(300, 200, seed=t) for t in range(2)]
     fit = fit_ratio(np.stack([d.x_pu for d in ds]), np.stack([d.w_pu for d in ds]),

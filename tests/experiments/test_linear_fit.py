@@ -101,7 +101,8 @@ def _adpue_without_form(*args, **kwargs):
     return risks.adpue(*args, **kwargs)
 
 
-@pytest.mark.parametrize("sparse", [False, True], ids=["dense-xla", "sparse"])
+@pytest.mark.parametrize("sparse", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["dense-xla", "sparse"])
 def test_the_linear_form_path_gives_the_fit_of_the_risk_itself(sparse):
     """Every step from coefficients (dense: one XLA program) = the risk evaluated per model."""
     x, y = _stack(trials=2, n=120)
@@ -136,6 +137,7 @@ def _chunks_of(monkeypatch, per: int, x: np.ndarray) -> None:
     assert _linear_steps._chunk_trials(len(x), x.shape[1], x.shape[2]) == per
 
 
+@pytest.mark.slow
 def test_the_dense_step_in_chunks_of_trials_gives_the_fit_of_one_program(monkeypatch):
     """Chunks of 2 of 6 trials (the loop inside the XLA step): the same fit as all at once,
     several risks with constants, weights and L2 per model, a warm start."""

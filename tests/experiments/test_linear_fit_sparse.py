@@ -84,6 +84,7 @@ def test_sparse_must_be_a_bool_or_none(bad):
         linear_recipe.fit_recipe(x, y[..., :3], sparse=bad)
 
 
+@pytest.mark.slow
 def test_recipe_makes_the_same_choices_on_both_paths():
     x, y = _sparse_problem(trials=4, rows=90, features=30, density=0.08, seed=3)
     cfg = linear_recipe.RecipeConfig(l2s=(0.001, 0.03, 0.3), max_rounds=2, steps=40)

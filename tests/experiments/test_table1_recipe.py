@@ -285,6 +285,7 @@ def test_bench_linear_on_a_file_end_to_end(tmp_path):
     assert saved["recipe_choices"]["0.5"]["0.5"]["synth"]["ADPUE"]["l2"] == [0.1, 0.1]
 
 
+@pytest.mark.slow
 def test_recipe_equals_its_one_l2_at_a_time_chains():
     """Every L2's chain fitted with the others (shared features) equals that L2 fitted alone."""
     rng = np.random.default_rng(3)
@@ -320,6 +321,7 @@ def test_helpers_fitted_by_the_caller_give_the_same_recipe(pue_stack, recipe):
                                  helpers=linear_fit.LinearFit(first.weights[:, :2], first.bias))
 
 
+@pytest.mark.slow
 def test_the_recipe_in_its_thread_gives_the_columns_of_the_recipe_alone():
     """run_setting runs the recipe in a thread beside the other methods: same accuracies and
     choices as the recipe called on the same stack in the main thread."""

@@ -93,6 +93,7 @@ def _dict_net():
         keras.layers.Concatenate()([inputs["a"], inputs["b"]])))
 
 
+@pytest.mark.slow
 def test_dict_features_and_datasets_of_rows_give_the_same_fit(data):
     kwargs = dict(candidates=["bce_w", "brier"], **FAST)
     base = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e, **kwargs)

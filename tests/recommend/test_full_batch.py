@@ -63,7 +63,7 @@ def _net(seed: int) -> keras.Model:
     return net
 
 
-@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_loop_makes_the_updates_of_kerass_own_steps(jit):
     """install_loop: one call runs steps_per_execution steps, the weights of Keras's own loop."""
     x, w, _, _ = _pue()
@@ -153,7 +153,7 @@ class _Hooks(keras.callbacks.Callback):
         self.calls.append(("train_end",))
 
 
-@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("stop", [None, 1])
 def test_a_kept_models_fit_calls_the_hooks_and_makes_the_updates_of_kerass_fit(jit, stop):
     """full_batch.fit after a model's first fit: Keras's hooks, epochs and weights, bit for bit."""
