@@ -242,6 +242,17 @@ def test_dataset_of_unknown_cardinality_needs_shares_and_steps():
     assert all(_counts(y, ("pu", "e")) == [3, 1] for _, y in batches)
 
 
+def test_a_dataset_of_unknown_cardinality_that_yields_nothing_is_named():
+    """A filter that keeps no row: named at the build, not a tf.data error at the first batch."""
+    nothing = _as_dataset(X["pu"], W_PU).filter(lambda x, w: tf.constant(False))
+    with pytest.raises(ValueError, match="`x_pu` is empty: the Dataset .*yields no rows"):
+        data.pue_dataset(nothing, None, X["e"], E_E, batch_size=4, shares=[1, 1],
+                         steps_per_epoch=3)
+    some = _as_dataset(X["pu"], W_PU).filter(lambda x, w: w > 0)  # still builds and runs
+    assert len(_batches(data.pue_dataset(some, None, X["e"], E_E, batch_size=4, shares=[1, 1],
+                                         steps_per_epoch=3))) == 3
+
+
 def test_steps_per_epoch_overrides_formula():
     build, args, _ = BUILDERS["pe"]
     assert len(_batches(build(*args, batch_size=4, steps_per_epoch=11))) == 11

@@ -261,6 +261,11 @@ def _build(streams: Sequence[Stream], batch_size: int, shares: Shares, seed: int
             f"{', '.join(f'`{n}`' for n in unknown)} has unknown or infinite "
             "cardinality: pass `shares` and `steps_per_epoch` explicitly."
         )
+    for s in streams:  # of unknown size: one that yields nothing ends every epoch at once
+        if s.rows is None and tf.executing_eagerly() \
+                and not any(True for _ in s.batches(1, 1, False, 0).take(1)):
+            raise ValueError(f"`{s.name}` is empty: the Dataset (of unknown cardinality, a "
+                             "`filter` say) yields no rows, and every batch needs some.")
     if seed is not None:
         check_int("seed", seed, -(2**63))
     if not isinstance(shuffle, (bool, np.bool_)):
