@@ -15,6 +15,21 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+#: The test files that take longest (about a minute of one core each, or a subprocess),
+#: run first: `make test` runs whole files on two workers, so a long file left for last
+#: would keep one worker busy while the other waits.
+HEAVY_FIRST = ("test_user_inputs.py", "test_fit_pue.py", "test_data.py", "test_losses.py",
+               "test_model.py", "test_backends.py", "test_properties.py", "test_bad_input.py",
+               "test_linear_fit.py", "test_packaging.py", "test_ad_family.py",
+               "test_full_batch.py", "test_table1_grouped.py", "test_hypermodel.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the files :data:`HEAVY_FIRST` first (a stable sort: each file's tests stay in order)."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _seed_per_test(request: pytest.FixtureRequest) -> None:
     """Seed Python, NumPy, TensorFlow and Keras from the test's id before it runs.

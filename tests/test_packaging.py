@@ -188,7 +188,9 @@ def test_ruff_is_clean():
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_mypy_is_clean():
+    """40 s of one core: in `make test-all`; CI (`.ci/run`) runs mypy itself after `make test`."""
     _require("mypy")
     out = _run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull],
                cwd=ROOT)
