@@ -12,9 +12,11 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-all test-fast test-compat clean
 
-# Both cores, one test file per worker (module fixtures stay shared within a file);
-# `make test PYTEST_PARALLEL=` runs in one process.
-PYTEST_PARALLEL ?= -n 2 --dist loadfile
+# Both cores, one test file per worker (module fixtures stay shared within a file), the
+# files in the order tests/conftest.py gives (the longest first; xdist's own order, most
+# tests first, left files of one long test for last); `make test PYTEST_PARALLEL=` runs
+# in one process.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 # The paper's LIBSVM files, where the project sits beside shared/ (CI and the
 # benches work offline); elsewhere the loaders use the Keras cache.

@@ -14,10 +14,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-
 #: The test files that take longest (about a minute of one core each, or a subprocess),
-#: run first: `make test` runs whole files on two workers, so a long file left for last
-#: would keep one worker busy while the other waits.
+#: run first: `make test` hands whole files to two workers in this order
+#: (`--no-loadscope-reorder`), so no long file is left for last, one worker busy with it
+#: while the other waits.
 HEAVY_FIRST = ("test_user_inputs.py", "test_fit_pue.py", "test_data.py", "test_losses.py",
                "test_model.py", "test_backends.py", "test_properties.py", "test_bad_input.py",
                "test_linear_fit.py", "test_packaging.py", "test_ad_family.py",

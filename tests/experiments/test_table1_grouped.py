@@ -105,6 +105,7 @@ def test_reference_methods_differ(reference):
             assert not np.allclose(reference[a][0], reference[b][0], atol=1e-2), (a, b)
 
 
+@pytest.mark.slow
 def test_grouped_fits_match_separate_fits(monkeypatch, reference):
     calls = []
     original = linear_fit.fit_linear_models

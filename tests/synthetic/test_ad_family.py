@@ -295,6 +295,7 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_grid(tmp_path):
         ad_family.main(["--logs", "nowhere", "--out", str(out)])
 
 
+@pytest.mark.slow
 def test_the_snips_constant_reads_exposure_rows_theta_was_not_trained_on(monkeypatch):
     """On its own training rows θ̂ is over-confident (mean E/θ̂ below 1): the denominator skips them."""
     from benchmarks import ad_family
