@@ -56,6 +56,8 @@ def _each_row_once(parts: list[tuple[str, Any, np.ndarray, np.ndarray]],
     y_all = np.concatenate(labels_)
     index = tf.RaggedTensor.from_row_lengths(np.concatenate(order).astype("int64"),
                                              [len(o) for o in order])
+    # The rows as one dataset element (not constants captured by the map's graph, which
+    # cannot exceed 2 GB), each batch gathered from it by its indices.
     data = tf.data.Dataset.from_tensors((x_all, y_all))
     rows = tf.data.Dataset.from_tensor_slices(index)
     return tf.data.Dataset.zip((rows, data.repeat())).map(
