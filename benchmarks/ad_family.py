@@ -484,5 +484,5 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    with adp.recommend.keep_compiled():  # the loop of fit_pue calls: each step traced once
+    with adp.experiments.keep_compiled():  # the loop of fit_pue calls: each step traced once
         main()

@@ -575,7 +575,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from adpue_tf.recommend import keep_compiled
+    from adpue_tf.experiments import keep_compiled
 
     with keep_compiled():  # the loop of fit_pue calls: each step traced once
         main()

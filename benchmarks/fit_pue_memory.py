@@ -50,7 +50,7 @@ def _child(mode: str, calls: int, models: int) -> list[float]:
             adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, seed=seed, verbose=0)
 
     rss = []
-    with adp.recommend.keep_compiled() if mode == "block" else contextlib.nullcontext():
+    with adp.experiments.keep_compiled() if mode == "block" else contextlib.nullcontext():
         for seed in range(calls):
             one(seed)
             gc.collect()

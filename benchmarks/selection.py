@@ -286,5 +286,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with adp.recommend.keep_compiled():  # the loop of fit_pue calls: each step traced once
+    with adp.experiments.keep_compiled():  # the loop of fit_pue calls: each step traced once
         main()

@@ -13,7 +13,7 @@ def test_too_few_calls_are_refused():
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["block", "keras"])
 def test_a_child_run_gives_the_memory_after_each_call(mode):
-    from adpue_tf.recommend import reuse
+    from adpue_tf.experiments import reuse
 
     rss = fit_pue_memory._child(mode, 2, 1)
     assert len(rss) == 2 and all(v > 100 for v in rss)  # MB of a process holding TensorFlow

@@ -14,4 +14,10 @@ Nothing here is needed to train or serve a model; the library core
 * :mod:`~adpue_tf.experiments.published`: the paper's own numbers.
 * :mod:`~adpue_tf.experiments.report`, :mod:`~adpue_tf.experiments.progress`:
   Markdown tables and a progress line.
+* :mod:`~adpue_tf.experiments.reuse`: :func:`keep_compiled`, a loop of fit_pue
+  calls that traces each training step once.
 """
+
+from adpue_tf.experiments.reuse import keep_compiled
+
+__all__ = ["keep_compiled"]

@@ -148,7 +148,7 @@ def run_demo(cfg: DemoConfig = DemoConfig(), *, progress: TextIO | None = sys.st
     x, y = _load()
     bar = Progress(cfg.seeds * len(cfg.methods), stream=progress)
     results: dict[str, list[tuple[float, float, str]]] = {m: [] for m in cfg.methods}
-    with adp.recommend.keep_compiled():  # the trials' fit_pue calls: each step traced once
+    with adp.experiments.keep_compiled():  # the trials' fit_pue calls: each step traced once
         for seed in range(cfg.seeds):
             for method, accs in _trial(cfg, x, y, seed, bar.step).items():
                 results[method].append(accs)

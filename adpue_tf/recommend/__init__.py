@@ -18,9 +18,7 @@ from adpue_tf.recommend.candidates import (
 from adpue_tf.recommend.compose import ThetaFeature
 from adpue_tf.recommend.fit import NET_TOLERANCE, FitOptions, fit_pue
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.reuse import keep_compiled
 from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
 __all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "FitOptions", "MIN_POSITIVES",
-           "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue",
-           "keep_compiled"]
+           "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue"]

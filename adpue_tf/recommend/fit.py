@@ -60,7 +60,6 @@ from adpue_tf.recommend.inputs import (
 )
 from adpue_tf.recommend.overlap import unexposed_positives_warning, warn_theta
 from adpue_tf.recommend.result import PUEFit
-from adpue_tf.recommend.reuse import keep_compiled
 from adpue_tf.recommend.rule import choose, hedge_share, overruled_anyway, skill
 from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 from adpue_tf.recommend.stage import Stage, train_all
@@ -191,9 +190,8 @@ def _check_options(options: Mapping[str, Any]) -> None:
 @contextlib.contextmanager
 def _one_call() -> Iterator[None]:
     """A fit_pue call: TensorFlow's retracing warning dropped (its fresh nets' are not the
-    user's), compiled passes kept only while it runs unless a caller's block keeps them,
-    the caller's global random state as it was (its nets are seeded through it)."""
-    with kept_random_state(), quiet_retracing(), keep_compiled():
+    user's), the caller's global random state as it was (its nets are seeded through it)."""
+    with kept_random_state(), quiet_retracing():
         yield
 
 
@@ -206,7 +204,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
 
     Reads the PU rows ``(x_pu, W)`` and the exposure log ``(x_e, E)`` of the same
     features, never a hidden ``Y``; the same ``seed`` gives the same choice and
-    model; keeps nothing after it returns (loops: ``adp.recommend.keep_compiled()``).
+    model; keeps nothing after it returns (loops: ``adp.experiments.keep_compiled()``).
     The rule, each argument's details, the evidence: ``docs/guide/choosing-models.md``.
 
     Args:

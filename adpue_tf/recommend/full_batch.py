@@ -30,7 +30,7 @@ from adpue_tf._internal.backend import TENSORFLOW
 from adpue_tf.data._streams import stream_features
 from adpue_tf.labels import pack_e, pack_pu
 
-__all__ = ["fit", "fits", "install_loop", "uninstall_loop", "whole", "whole_pue"]
+__all__ = ["fits", "install_loop", "uninstall_loop", "whole", "whole_pue"]
 
 
 def fits(rows: int, batch_size: int) -> bool:
@@ -39,9 +39,9 @@ def fits(rows: int, batch_size: int) -> bool:
 
 
 def _repeated(batch: tuple[Any, Any]) -> tf.data.Dataset:
-    """``batch`` for ever, as a Dataset that also holds it (``adpue_batch``: :func:`fit` reads it)."""
+    """``batch`` for ever, as a Dataset that also holds it (``adpue_batch``: a kept model reads it)."""
     ds = tf.data.Dataset.from_tensors(batch).repeat()
-    ds.adpue_batch = batch  # a kept model's epochs take it as it is, with no iterator
+    ds.adpue_batch = batch  # a kept model's epochs (experiments.reuse.fit): no iterator
     return ds
 
 
@@ -97,53 +97,8 @@ def install_loop(model: keras.Model) -> None:
         return loop(iterator.get_next())
 
     function.adpue_loop = True  # type: ignore[attr-defined]
-    function.on_batch = loop  # type: ignore[attr-defined]  # the batch itself (fit)
+    function.on_batch = loop  # type: ignore[attr-defined]  # the batch itself (reuse.fit)
     model.train_function = function
-
-
-def fit(model: keras.Model, data: tf.data.Dataset, *, epochs: int, steps: int,
-        callbacks: list[keras.callbacks.Callback]) -> None:
-    """``model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=callbacks)``.
-
-    For a model that went through one ``fit`` with :func:`install_loop`'s
-    function (a kept model, :mod:`adpue_tf.recommend.reuse`), the epochs run
-    here: each epoch one call of that function, the callbacks' hooks called
-    as ``fit`` calls them (train begin and end, epoch begin and end, one
-    batch per epoch; the logs empty), stopping when ``model.stop_training``
-    is set. The same updates, without ``fit``'s set-up of each call (its
-    data adapter, callback list, progress bar and history: measured 16 ms a
-    call against 6 ms for the 500 steps themselves, a linear net of 24
-    features on 600 rows under XLA). The first ``fit`` of a model, and any
-    other, is Keras's.
-    """
-    fast = getattr(model.train_function, "adpue_loop", False) and \
-        getattr(model, "_adpue_fitted", False)
-    if not fast:
-        model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
-                  callbacks=callbacks)
-        model._adpue_fitted = True
-        return
-    hooks = keras.callbacks.CallbackList(callbacks, model=model, verbose=0, epochs=epochs,
-                                         steps=steps)
-    model.stop_training = False
-    batch = getattr(data, "adpue_batch", None)  # whole()'s: no iterator needed
-    step = model.train_function
-    if batch is not None:
-        run = lambda: step.on_batch(batch)  # noqa: E731
-    else:
-        iterator = iter(data)
-        run = lambda: step(iterator)  # noqa: E731
-    hooks.on_train_begin()
-    for epoch in range(epochs):
-        model.reset_metrics()
-        hooks.on_epoch_begin(epoch)
-        hooks.on_train_batch_begin(0)
-        run()
-        hooks.on_train_batch_end(steps - 1, {})
-        hooks.on_epoch_end(epoch, {})
-        if model.stop_training:
-            break
-    hooks.on_train_end()
 
 
 def uninstall_loop(model: keras.Model) -> None:

@@ -39,9 +39,8 @@ from adpue_tf.data.rows import Rows
 from adpue_tf.labels import pack_e, pack_pu
 from adpue_tf.recommend.candidates import TABLE, THETA, Own, net_seed, with_needs
 from adpue_tf.recommend.compose import compose, distinct_names, inputs_like
-from adpue_tf.recommend.full_batch import fit, fits, install_loop, uninstall_loop, whole, whole_pue
+from adpue_tf.recommend.full_batch import fits, install_loop, uninstall_loop, whole, whole_pue
 from adpue_tf.recommend.layout import Layout, batch_layout, call_on_rows, pu_first
-from adpue_tf.recommend.reuse import compiled, described, feature_layout, probe_rows
 from adpue_tf.recommend.train import (
     HeldOutScore,
     Settings,
@@ -58,7 +57,8 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation.scores import brier_unchecked
 
-__all__ = ["Failed", "Heads", "Stage", "train", "train_all"]
+__all__ = ["PASS_MODELS", "Failed", "Heads", "NewModel", "Stage", "build_nets", "train",
+           "train_all"]
 
 #: A stage's heads: name -> (the nets it reads, head: their logits by name -> its logit).
 Heads = dict[str, tuple[tuple[str, ...], Callable[[dict], Any]]]
@@ -70,6 +70,36 @@ JOINT = "joint pass"
 
 #: Independent passes run at once on large data (a step of small nets leaves a core idle).
 PARALLEL_PASSES = 2
+
+
+#: Where a pass gets its compiled model: empty, a new model of its fresh nets
+#: (:class:`NewModel`); a loop of calls that keeps them for the next call
+#: (``adpue_tf.experiments.keep_compiled``) puts its hook here,
+#: ``hook(builders, key, fresh, make, features, objects, keep)``.
+PASS_MODELS: list[Callable[..., Any]] = []
+
+
+class NewModel:
+    """A pass's compiled model of its fresh nets, trained by Keras's ``fit``."""
+
+    kept = False
+
+    def __init__(self, model: keras.Model, nets: Sequence[keras.Model]) -> None:
+        self.model, self.nets = model, list(nets)
+
+    def fit(self, data: Any, *, epochs: int, steps: int,
+            callbacks: list[keras.callbacks.Callback]) -> None:
+        self.model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
+                       callbacks=callbacks)
+
+    def give(self, fresh: Sequence[keras.Model]) -> None:
+        """Nothing to copy: the nets trained are ``fresh`` themselves."""
+
+
+def build_nets(builders: Sequence[Callable[[], keras.Model]]) -> list[keras.Model]:
+    """A new net of each builder, built while no pass side by side seeds one (a hook's nets)."""
+    with BUILDING:
+        return [b() for b in builders]
 
 
 class Failed(Exception):
@@ -364,7 +394,18 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
                 stages[s].failed[name] = str(err)
                 continue
             passes.append(([stages[s]], [(0, name)], spec))
-    _run(passes)
+    # The trained nets an own model reads are frozen there (θ̂ in likelihood_theta's, f†₀'s
+    # nets in a DebiasedModel): frozen until every pass has ended, as passes share them.
+    reads = {id(net): net for _, jobs, spec in passes for net in spec.fresh[len(jobs):]}
+    states = [(layer, layer.trainable) for net in reads.values()
+              for layer in net._flatten_layers(include_self=True)]
+    for net in reads.values():
+        net.trainable = False
+    try:
+        _run(passes)
+    finally:  # each layer as it was (a part the user froze stays frozen)
+        for layer, trainable in states:
+            layer.trainable = trainable
     for name in dict.fromkeys(later):
         for st in stages:
             st.trains(name)
@@ -409,14 +450,15 @@ class _Spec(NamedTuple):
 
     fresh: list[keras.Model]  # the new nets (then the trained ones they read)
     build: Callable[[list[keras.Model]], tuple[keras.Model, Any]]  # nets -> (model, loss)
-    key: Hashable  # what else the traced step depends on
+    key: Hashable  # what else the traced step depends on (a kept model's key)
     data: Callable[[int, bool], Any]  # (steps, full) -> batches
     rows: int
     features: Any
-    keep: bool  # False: never kept for a later pass (reuse.py)
+    keep: bool  # False: never kept for a later pass (PASS_MODELS)
     watched: Callable[[keras.Model, list[keras.Model], int], keras.Model]
     into: Callable[[Stage, str, keras.Model, int, keras.Model], None]
     callbacks: tuple = ()
+    losses: tuple = ()  # Keras losses whose configuration the step reads (a kept model's key)
 
 
 def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> None:
@@ -439,11 +481,11 @@ def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> 
         return model
 
     builders = [stages[s].build_net for s, _ in jobs]
-    entry = compiled(builders + [first.build_net] * (len(spec.fresh) - len(jobs)),
-                     (spec.key, steps, full, described(cfg.optimizer()),
-                      feature_layout(spec.features), id(tf.distribute.get_strategy()),
-                      cfg.jit_compile), spec.fresh, make, probe_rows(spec.features),
-                     keep=spec.keep)
+    hook = PASS_MODELS[0] if PASS_MODELS else None
+    entry = (hook(builders + [first.build_net] * (len(spec.fresh) - len(jobs)),
+                  (spec.key, steps, full, cfg.jit_compile), spec.fresh, make, spec.features,
+                  (cfg.optimizer(), *spec.losses), spec.keep)
+             if hook is not None else NewModel(make(spec.fresh), spec.fresh))
     model = entry.model
     watches: list[Any] = []
     for j, (s, name) in enumerate(jobs):
@@ -457,8 +499,8 @@ def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> 
                  + [cfg.epochs if scored else 1])
     diverged = False
     try:
-        fit(model, spec.data(steps, full), epochs=epochs, steps=steps,
-            callbacks=[*spec.callbacks, *watches, StopWhenStale(scored, cfg.patience)])
+        entry.fit(spec.data(steps, full), epochs=epochs, steps=steps,
+                  callbacks=[*spec.callbacks, *watches, StopWhenStale(scored, cfg.patience)])
     except Exception as err:  # the guard's error: TensorFlow's, or JAX's runtime error
         if DIVERGED not in str(err):
             raise
@@ -466,8 +508,6 @@ def _pass(stages: Sequence[Stage], jobs: list[tuple[int, str]], spec: _Spec) -> 
     finally:
         if full and not entry.kept:
             uninstall_loop(model)  # the net a user gets keeps Keras's own fit
-        for net in spec.fresh[len(jobs):]:  # trained nets an own model read (θ̂ frozen there)
-            net.trainable = True
     if diverged and len(jobs) > 1:  # a net's outputs exploded: each net again, alone
         for s, name in jobs:
             st = stages[s]
@@ -557,9 +597,9 @@ def _own(stage: Stage, name: str, own: Own) -> _Spec:
         head = None if own.head is None else own.head(model)
         stage.install(name, net, kept, head=head, reads=own.reads if head else ())
 
-    return _Spec(fresh, lambda nets: (own.make(nets), own.loss),
-                 ("own", name, own.key, described(own.loss)), data, rows, stage.pu.x, own.keep,
-                 lambda model, live, j: own.watched(model), into, own.callbacks)
+    return _Spec(fresh, lambda nets: (own.make(nets), own.loss), ("own", name, own.key), data,
+                 rows, stage.pu.x, own.keep, lambda model, live, j: own.watched(model), into,
+                 own.callbacks, (own.loss,))
 
 
 class _Joint:

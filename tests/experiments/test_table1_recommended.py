@@ -248,15 +248,15 @@ def test_settings_run_together_share_one_worker_process_each_group_its_own():
 
 
 def _keeping() -> bool:
-    from adpue_tf.recommend import reuse
+    from adpue_tf.experiments import reuse
 
     return reuse._KEPT is not None
 
 
 def test_the_settings_keep_fit_pues_compiled_passes_while_they_run():
     """Table 1's loops of fit_pue calls run inside one keep_compiled block per process."""
+    from adpue_tf.experiments import reuse
     from adpue_tf.experiments.bench import parallel
-    from adpue_tf.recommend import reuse
 
     got = []
     parallel.run_settings([(k, {}) for k in range(2)], 1, lambda key, kept: got.append(kept),

@@ -467,11 +467,8 @@ def test_patience_ends_a_pass_once_its_nets_stop_improving(data, monkeypatch, pa
     pytest.param("ratio", 4, marks=pytest.mark.slow),
 ])
 def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_rest(
-        data, candidate, built, monkeypatch):
-    from adpue_tf.recommend import reuse
-
-    monkeypatch.setattr(reuse, "MAX_PARAMS", -1)  # no kept models: build_net's calls are nets
-    calls = []
+        data, candidate, built):
+    calls = []  # a plain call keeps no compiled model: build_net's calls are nets
 
     def build():
         calls.append(1)
@@ -496,3 +493,30 @@ def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_res
 def test_ratio_logit_refuses_bad_options_by_name(kw, err, match):
     with pytest.raises(err, match=match):
         RatioLogit(**kw)
+
+
+def _partly_frozen():
+    """A net whose first layer the user froze (a pretrained part, say)."""
+    first = keras.layers.Dense(4, activation="tanh", name="frozen")
+    first.trainable = False
+    return keras.Sequential([keras.Input((2,)), first, keras.layers.Dense(1)])
+
+
+def test_passes_side_by_side_share_the_trained_nets_they_read_and_leave_user_frozen_parts(
+        data):
+    """Own passes that read one θ̂ run side by side on data larger than a batch (each
+    freezes it) without an optimizer error, and the parts the user froze stay frozen.
+
+    Each of these passes freezes the trained nets it reads; they stay frozen until every
+    pass has ended (one pass thawing them mid-way broke the other's optimizer:
+    "Unknown variable"), then each layer is as it was, not all made trainable.
+    """
+    fit = adp.fit_pue(_partly_frozen, data.x_pu, data.w_pu, data.x_e, data.e_e, epochs=1,
+                      min_steps=10, batch_size=128, verbose=0,
+                      candidates=["adpue_ratio", "likelihood_theta"])
+    theta_and_net = [m for m in fit.fold_models["likelihood_theta"][0]._flatten_layers(
+        include_self=False) if isinstance(m, keras.Model)]
+    assert len(theta_and_net) == 2  # θ̂, read by both passes, and likelihood_theta's own net
+    for net in [*theta_and_net, fit.fold_models["adpue_ratio"][0]]:
+        assert not net.get_layer("frozen").trainable
+        assert net.layers[-1].trainable

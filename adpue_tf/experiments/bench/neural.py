@@ -10,7 +10,7 @@ from typing import TextIO
 
 import numpy as np
 
-from adpue_tf.experiments import published, simulate, table2
+from adpue_tf.experiments import keep_compiled, published, simulate, table2
 from adpue_tf.experiments.bench.common import (
     NEURAL_DATASETS,
     Results,
@@ -22,7 +22,6 @@ from adpue_tf.experiments.bench.common import (
 )
 from adpue_tf.experiments.progress import Progress
 from adpue_tf.experiments.report import cell, local_paths_hidden, markdown_table
-from adpue_tf.recommend import keep_compiled
 
 __all__ = ["run_neural"]
 

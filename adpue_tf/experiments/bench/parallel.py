@@ -8,7 +8,7 @@ processes use ``jobs`` cores. Each worker gets ``cores // jobs`` TensorFlow
 threads, and (Python >= 3.11) runs one group of settings only (``together``:
 settings whose ``fit_pue`` nets have the same shapes, so the second trains in
 the compiled models the first kept: one
-:func:`adpue_tf.recommend.keep_compiled` block per process), so what a process
+:func:`adpue_tf.experiments.keep_compiled` block per process), so what a process
 keeps (about 1.5 MB a ``fit_pue`` call, measured in
 ``benchmarks/results/linear.recommended.md``) goes with it.
 
@@ -68,10 +68,10 @@ def _init_worker(threads: int) -> None:
 def _run_group(work: Callable[..., Any], group: Sequence[dict[str, Any]]) -> list[Any]:
     """``work(**kwargs)`` for each ``kwargs`` of ``group``, in order, in one process.
 
-    Inside one :func:`adpue_tf.recommend.keep_compiled` block: the ``fit_pue``
+    Inside one :func:`adpue_tf.experiments.keep_compiled` block: the ``fit_pue``
     calls of the group trace each training step once.
     """
-    from adpue_tf.recommend import keep_compiled
+    from adpue_tf.experiments import keep_compiled
 
     with keep_compiled():
         return [work(**kwargs) for kwargs in group]
@@ -102,7 +102,7 @@ def run_settings(tasks: Sequence[tuple[Any, dict[str, Any]]], jobs: int,
     """
     check_jobs(jobs)
     if jobs == 1 or len(tasks) <= 1:
-        from adpue_tf.recommend import keep_compiled
+        from adpue_tf.experiments import keep_compiled
 
         with keep_compiled():
             for key, kwargs in tasks:

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import adpue_tf as adp
-from adpue_tf.recommend import reuse
+from adpue_tf.experiments import reuse
+from adpue_tf.recommend import full_batch
 
 FAST = dict(epochs=1, min_steps=40, batch_size=128, verbose=0)
 
@@ -337,3 +338,74 @@ def test_the_callers_tensorflow_seed_does_not_change_the_result():
     tf.random.set_seed(999)
     b, = _fits(_mlp(0.3), seeds=(0,))
     _same(a, b)
+
+
+def _pue(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(23, 3)).astype("float32"), (rng.random(23) < .4).astype("float32"), \
+        None, None
+
+
+def _net(seed: int) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, "tanh"),
+                             keras.layers.Dense(1)])
+
+
+class _Hooks(keras.callbacks.Callback):
+    """Records the hooks called, and stops training after epoch ``stop`` (0-based) if given."""
+
+    def __init__(self, stop: int | None = None) -> None:
+        super().__init__()
+        self.calls, self.stop = [], stop
+
+    def on_train_begin(self, logs=None):
+        self.calls.append(("train_begin",))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.calls.append(("epoch_begin", epoch))
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.calls.append(("batch_begin", batch))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.calls.append(("batch_end", batch))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls.append(("epoch_end", epoch, [w.copy() for w in self.model.get_weights()]))
+        if epoch == self.stop:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        self.calls.append(("train_end",))
+
+
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("stop", [None, 1])
+def test_a_kept_models_fit_calls_the_hooks_and_makes_the_updates_of_kerass_fit(jit, stop):
+    """reuse.fit after a model's first fit: Keras's hooks, epochs and weights, bit for bit."""
+    x, w, _, _ = _pue()
+    data = full_batch.whole(x, adp.labels.pack_pu(w))
+    net = _net(0)
+    net.compile(optimizer=keras.optimizers.Adam(0.05), steps_per_execution=7,
+                loss=adp.LogitLoss(from_logits=True), jit_compile=jit)
+    full_batch.install_loop(net)
+    reuse.fit(net, data, epochs=1, steps=7, callbacks=[])  # the first: Keras's fit
+    state = [v.numpy().copy() for v in [*net.variables, *net.optimizer.variables]]
+    runs = {}
+    for fast in (True, False):
+        for v, value in zip([*net.variables, *net.optimizer.variables], state):
+            v.assign(value)
+        net._adpue_fitted = fast  # False: the next fit is Keras's own
+        hooks = _Hooks(stop)
+        reuse.fit(net, data, epochs=3, steps=7, callbacks=[hooks])
+        runs[fast] = (hooks.calls, int(net.optimizer.iterations), net.get_weights())
+    (calls, steps, weights), (want_calls, want_steps, want_weights) = runs[True], runs[False]
+    assert [c[:2] for c in calls] == [c[:2] for c in want_calls]
+    assert steps == want_steps == 7 * (3 if stop is None else 2) + 7
+    for got, want in zip(weights, want_weights):
+        np.testing.assert_array_equal(got, want)
+    epoch_ends = [(c, d) for c, d in zip(calls, want_calls) if c[0] == "epoch_end"]
+    for c, d in epoch_ends:  # the weights each epoch's hooks saw
+        for got, want in zip(c[2], d[2]):
+            np.testing.assert_array_equal(got, want)

@@ -1,11 +1,12 @@
-"""Compiled models kept for the next pass: :func:`compiled`, inside :func:`keep_compiled`.
+"""A loop of fit_pue calls that traces each training step once: :func:`keep_compiled`.
 
-Tracing a Keras training step costs about a second (with XLA, several).
-Inside a :func:`keep_compiled` block (each :func:`adpue_tf.fit_pue` call opens
-one for its own passes; a loop of calls may open one around them all) the
-compiled model of a pass is kept, per ``build_net`` code (:func:`owner`), for
-the next pass of the same nets, losses, optimizer and steps; the outermost
-block drops them, so a plain call keeps nothing after it returns. A kept
+Tracing a Keras training step costs about a second (with XLA, several), and
+Table 1 makes 1,600 :func:`adpue_tf.fit_pue` calls of one ``build_net``.
+Inside a :func:`keep_compiled` block (the benchmarks' loops open one; a plain
+call keeps nothing) the compiled model of a pass is kept, per ``build_net``
+code (:func:`owner`), for the next pass of the same nets, losses, optimizer
+and steps (:func:`compiled`, fit_pue's pass hook while a block is open); the
+outermost block drops them. A kept
 model's own (*live*) nets take the fresh nets' initial state, its optimizer
 and other variables theirs; after training the fresh nets take the live
 nets' state: the result is a new model's, and the nets returned are never the
@@ -36,11 +37,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adpue_tf._internal.backend import TENSORFLOW
-from adpue_tf._internal.seeding import BUILDING
+from adpue_tf.recommend import stage
 
-__all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "keep_compiled",
-           "kept_for", "owner", "probe_rows", "signature", "unnamed"]
+__all__ = ["MAX_PARAMS", "Compiled", "compiled", "described", "feature_layout", "fit",
+           "keep_compiled", "kept_for", "owner", "probe_rows", "signature", "unnamed"]
 
 #: Nets with more weights than this are trained in a new model every pass.
 MAX_PARAMS = 1_000_000
@@ -64,7 +64,7 @@ class keep_compiled:  # lower case: used as a function, `with keep_compiled():`
     inside the block instead of once a call, and leaves about 2.0 MB a call in
     the process instead of about 12.7 MB (TensorFlow keeps part of every model
     it compiles: ``docs/guide/choosing-models.md``, *Limits, measured*).
-    Outside a block every call keeps its passes only while it runs. Blocks nest
+    Outside a block every pass compiles a model of its own. Blocks nest
     (the outermost one owns what is kept), are shared by threads, and one
     object may be entered again.
 
@@ -72,7 +72,7 @@ class keep_compiled:  # lower case: used as a function, `with keep_compiled():`
         >>> import keras, adpue_tf as adp
         >>> s = adp.synthetic.synthetic_pue(300, 300, seed=0)
         >>> build = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-        >>> with adp.recommend.keep_compiled():
+        >>> with adp.experiments.keep_compiled():
         ...     fits = [adp.fit_pue(build, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=1, seed=seed,
         ...                         min_steps=5, candidates=["bce_w"], verbose=0)
         ...             for seed in (0, 1)]
@@ -85,6 +85,7 @@ class keep_compiled:  # lower case: used as a function, `with keep_compiled():`
         with _LOCK:
             if _OPEN == 0:
                 _KEPT = weakref.WeakKeyDictionary()
+                stage.PASS_MODELS[:] = [_hook]
             _OPEN += 1
         return self
 
@@ -94,6 +95,7 @@ class keep_compiled:  # lower case: used as a function, `with keep_compiled():`
             _OPEN -= 1
             if _OPEN == 0:
                 _KEPT = None
+                stage.PASS_MODELS.clear()
 
 
 def owner(build_net: Callable[[], keras.Model]) -> Any:
@@ -206,6 +208,11 @@ class Compiled:
                                         reduce_retracing=True)
         return [np.asarray(keras.ops.convert_to_numpy(z)) for z in self._forward(probe)]
 
+    def fit(self, data: Any, *, epochs: int, steps: int,
+            callbacks: list[keras.callbacks.Callback]) -> None:
+        """Train the model: Keras's ``fit``, or :func:`fit`'s epochs for a kept model."""
+        fit(self.model, data, epochs=epochs, steps=steps, callbacks=callbacks)
+
     def give(self, fresh: Sequence[keras.Model]) -> None:
         """Give ``fresh`` the live nets' (trained) state; the model is free for the next pass.
 
@@ -296,6 +303,64 @@ def _same_outputs(entry: Compiled, fresh: Sequence[keras.Model], probe: Any) -> 
     return True
 
 
+def _hook(builders: Sequence[Callable[[], keras.Model]], key: tuple,
+          fresh: Sequence[keras.Model], build: Callable[[Sequence[keras.Model]], keras.Model],
+          features: Any, objects: Sequence[Any], keep: bool) -> Compiled:
+    """fit_pue's pass hook inside a block: :func:`compiled`, keyed by all its step depends on.
+
+    ``key``: the pass's own (its jobs first); ``features``: its rows (their layout and a probe);
+    ``objects``: the optimizer and losses whose configuration the step reads.
+    """
+    full = (*key, *(described(o) for o in objects), feature_layout(features),
+            id(tf.distribute.get_strategy()))
+    return compiled(builders, full, fresh, build, probe_rows(features), keep=keep)
+
+
+def fit(model: keras.Model, data: tf.data.Dataset, *, epochs: int, steps: int,
+        callbacks: list[keras.callbacks.Callback]) -> None:
+    """``model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=callbacks)``.
+
+    For a model that went through one ``fit`` with fit_pue's full-batch loop
+    (``adpue_tf.recommend.full_batch.install_loop``: a kept model), the epochs
+    run here: each epoch one call of that function, the callbacks' hooks
+    called as ``fit`` calls them (train begin and end, epoch begin and end,
+    one batch per epoch; the logs empty), stopping when
+    ``model.stop_training`` is set. The same updates, without ``fit``'s
+    set-up of each call (its data adapter, callback list, progress bar and
+    history: measured 16 ms a call against 6 ms for the 500 steps
+    themselves, a linear net of 24 features on 600 rows under XLA). The first
+    ``fit`` of a model, and any other, is Keras's.
+    """
+    fast = getattr(model.train_function, "adpue_loop", False) and \
+        getattr(model, "_adpue_fitted", False)
+    if not fast:
+        model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=False,
+                  callbacks=callbacks)
+        model._adpue_fitted = True
+        return
+    hooks = keras.callbacks.CallbackList(callbacks, model=model, verbose=0, epochs=epochs,
+                                         steps=steps)
+    model.stop_training = False
+    batch = getattr(data, "adpue_batch", None)  # full_batch.whole()'s: no iterator needed
+    step = model.train_function
+    if batch is not None:
+        run = lambda: step.on_batch(batch)  # noqa: E731
+    else:
+        iterator = iter(data)
+        run = lambda: step(iterator)  # noqa: E731
+    hooks.on_train_begin()
+    for epoch in range(epochs):
+        model.reset_metrics()
+        hooks.on_epoch_begin(epoch)
+        hooks.on_train_batch_begin(0)
+        run()
+        hooks.on_train_batch_end(steps - 1, {})
+        hooks.on_epoch_end(epoch, {})
+        if model.stop_training:
+            break
+    hooks.on_train_end()
+
+
 def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.Model]],
              key: Hashable, fresh: Sequence[keras.Model],
              build: Callable[[Sequence[keras.Model]], keras.Model],
@@ -334,13 +399,16 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
                 if store is not None and None not in sigs and small and keep else None)
     except TypeError:  # build_net takes no weak reference
         kept = None
-    if kept is None or not TENSORFLOW:  # its traced copies are TensorFlow's
+    if kept is None or keras.backend.backend() != "tensorflow":  # its traced copies are TF's
         return Compiled(build(fresh), fresh)
     full = (key, sigs)
     entry = kept.pop(full, None)  # checked out until give()
     if entry is None:
-        with BUILDING:  # another pass may be seeding a net
-            live = [b() for b in builders]
+        live = stage.build_nets(builders)
+        for a, b in zip(live, fresh):  # frozen where the pass's net is (a trained net it reads)
+            for x, y in zip(a._flatten_layers(include_self=True),
+                            b._flatten_layers(include_self=True)):
+                x.trainable = y.trainable
         if tuple(signature(net) for net in live) != sigs:  # build_net changed its nets
             return Compiled(build(fresh), fresh)
         entry = Compiled(build(live), live, home=(kept, full))
