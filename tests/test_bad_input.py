@@ -872,6 +872,12 @@ EXPORT_REPLACE_CASES = [
     ("export to a path under a file", lambda t: _adp.export_for_serving(
         _x_dense(), _s_dir(str(t), "f.txt") + "/f.txt/1", from_logits=True),
      (ValueError, r"lies under .*f.txt', which is a file, not a directory")),
+    ("export into another SavedModel's variables/", lambda t: _adp.export_for_serving(
+        _x_dense(), _x_saved(t) + "/variables/inner", from_logits=True),
+     (ValueError, r"lies inside the SavedModel directory .*m/1'.*Nothing was written")),
+    ("export into another SavedModel's assets.extra/", lambda t: _adp.export_for_serving(
+        _x_dense(), _x_saved(t) + "/assets.extra/a/b", from_logits=True),
+     (ValueError, r"lies inside the SavedModel directory .*m/1'")),
     ("export a sigmoid model as logits", lambda t: _adp.export_for_serving(
         _x_dense("sigmoid"), t / "s", from_logits=True),
      (ValueError, "`model` ends with a sigmoid activation, so it outputs probabilities")),

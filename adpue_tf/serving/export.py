@@ -118,8 +118,9 @@ def export_for_serving(model: keras.Model, path: str | os.PathLike, *,
     refused by name otherwise (it may not fit the new model). Any other file
     or directory (a file a user put beside the model or inside ``variables/``
     or ``assets/``, a TF Serving base directory holding versions ``1/``,
-    ``2/``, ..., a path under a file, the working directory or one above it,
-    ``""``) is refused before anything is written, naming what is there.
+    ``2/``, ..., a path under a file or inside another SavedModel, the
+    working directory or one above it, ``""``) is refused before anything is
+    written, naming what is there.
 
     The swap is atomic where the system has an atomic exchange (Linux 3.15+
     ``renameat2(RENAME_EXCHANGE)`` on ext4, XFS, Btrfs, tmpfs and most local

@@ -177,12 +177,23 @@ def _file_ancestor(path: str) -> str | None:
     return None
 
 
+def _saved_model_ancestor(path: str) -> str | None:
+    """The nearest ancestor of ``path`` that is a SavedModel directory, if any."""
+    child, parent = os.path.abspath(path), os.path.dirname(os.path.abspath(path))
+    while parent != child:
+        if _is_saved_model(parent):
+            return parent
+        child, parent = parent, os.path.dirname(parent)
+    return None
+
+
 def _check_target(raw: str | os.PathLike, overwrite: bool, *, warmup: bool = False) -> str:
     """The normalised export path; raise unless writing there can lose nothing.
 
     Only an empty directory or, with ``overwrite``, an existing SavedModel
     directory holding nothing but a SavedModel's own entries may be replaced;
-    never the working directory or one above it, nor a path under a file. The
+    never the working directory or one above it, nor a path under a file or
+    inside another SavedModel. The
     user's files in its ``assets.extra/`` are carried over (:func:`_carry_over`),
     but its warm-up requests only make way for new ones (``warmup``): carried
     over they would be replayed against a model they may not fit.
@@ -207,6 +218,13 @@ def _check_target(raw: str | os.PathLike, overwrite: bool, *, warmup: bool = Fal
         raise ValueError(
             f"`path` {text!r} lies under {blocker!r}, which is a file, not a directory; "
             "export into a directory. Nothing was written or deleted.")
+    inside = _saved_model_ancestor(path)
+    if inside is not None:
+        raise ValueError(
+            f"`path` {text!r} lies inside the SavedModel directory {inside!r}; an export "
+            "there would mix two models' files (and the outer one could no longer be "
+            "replaced by an export). Export into a directory of its own, e.g. "
+            "serving_path(base, name, version). Nothing was written or deleted.")
     if not os.path.lexists(path):
         return path
     if os.path.isdir(path) and not os.path.islink(path):
