@@ -23,24 +23,15 @@ __all__ = ["HEDGE", "HEDGE_BELOW", "MIN_POSITIVES", "choose", "hedge_share", "ov
            "reference", "skill"]
 
 #: Fewer observed positives (``W = 1``) than this among the held-out PU rows:
-#: :func:`choose` keeps ``prefer`` (fit_pue's fixed ``blend``) whatever the
-#: scores say. Both scores' differences between candidates rest mostly on
-#: those rows, so with a handful of them a gap of "two standard errors" is
-#: noise, not evidence (the normal approximation behind it needs more); on
-#: Table 1-sized data (4-10 held out) the rule's other choices did worse than
-#: ``blend``, on 3,000-row sets (about 150) better
-#: (``docs/guide/choosing-models.md``, *Too few positives to overrule blend*).
+#: :func:`choose` keeps ``prefer`` (fit_pue's fixed ``blend``) whatever the scores
+#: say (the guide's *Too few positives to overrule blend*).
 MIN_POSITIVES = 30
 
-#: Below this held-out :func:`skill` the chosen model is taken as one that
-#: cannot resolve ``p(y=1|x)`` and is hedged towards ``bce_w``
-#: (:func:`hedge_share`). On the tabular sets (linear nets) the choice's skill
-#: was above it in every call but one of 18; on the family of ad logs
-#: (embedding nets that barely rank, AUC 0.60-0.70) below it in all 42
-#: (``docs/guide/choosing-models.md``, *Where no net resolves p*).
+#: Below this held-out :func:`skill` the chosen model is taken as one that cannot
+#: resolve ``p(y=1|x)`` and is hedged towards ``bce_w`` (:func:`hedge_share`; the
+#: guide's *Where no net resolves p*).
 HEDGE_BELOW = 0.15
-#: ``bce_w``'s share of the hedged model's logit: chosen on 7 of the 14 ad logs
-#: (1/4, 1/3, 1/2 tried), then measured on the other 7 (``benchmarks/results/ad_family.md``).
+#: ``bce_w``'s share of the hedged model's logit (chosen on 7 of the 14 ad logs).
 HEDGE = 1 / 3
 
 
@@ -68,24 +59,14 @@ def choose(scores: dict[str, float], gap_se: dict[str, float], nll: dict[str, fl
 
     The candidates within ``tolerance`` standard errors of the best held-out
     Brier score (no ``θ̂``) are those it cannot tell apart; among them the
-    held-out likelihood of ``W`` under ``σ(z)·θ̂``, sharper when ``θ̂`` is
-    right, chooses (``benchmarks/results/selection.md``). If ``prefer`` (fit_pue:
-    ``"blend"``, a mean fixed before any row is seen) is among them, it stays
-    the choice unless that likelihood shows the other better by more than
-    ``tolerance`` standard errors of their paired difference (``nll_se``): on
-    small held-out parts a choice among single candidates is noise
-    (``benchmarks/results/linear.recommended.md``). A candidate that
-    predicts with that very ``θ̂`` (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`:
-    Ratio's ``q̂/θ̂``, whose ``σ(z)·θ̂`` is ``q̂``, the model of ``W``;
-    ``likelihood_theta``, ``θ̂``'s logit a feature) takes part only when it
-    is the best by the Brier score: its likelihood under ``θ̂`` measures how
-    well it fits ``W`` through that ``θ̂``, not how wrong ``θ̂`` makes its
-    estimate of ``p``; for the same reason, when the Brier score cannot tell
-    ``prefer`` from the best and that likelihood's choice among the close is
-    such a candidate, ``prefer`` stays. A candidate built from these very scores (``derived``;
-    fit_pue's ``average``, whose pair is the two best by them) has a score
-    biased low on the rows that built it: it may be chosen, but the tolerance
-    is measured from the best of the others.
+    held-out likelihood of ``W`` under ``σ(z)·θ̂`` chooses. ``prefer`` (fit_pue:
+    ``"blend"``), when among them, stays unless that likelihood shows the other
+    better by more than ``tolerance`` standard errors of their paired difference
+    (``nll_se``). A candidate that predicts with that very ``θ̂``
+    (:data:`~adpue_tf.recommend.candidates.PREDICTS_WITH_THETA`) takes part only
+    as the best by the Brier score, and never displaces ``prefer``; a candidate
+    built from these scores (``derived``) may be chosen but is never the
+    reference. Why each part: the guide's *The rule*.
 
     Args:
         scores: held-out Brier score of each candidate (lower is better).
@@ -219,19 +200,12 @@ def skill(brier: float, w_held: float, e_held: float, rate: float) -> float:
 def hedge_share(choice: str, model_skill: float) -> float:
     """``bce_w``'s share of fit_pue's model: :data:`HEDGE` where the choice resolves little of p.
 
-    Every candidate other than ``bce_w`` weighs the rows by exposure, so a net
-    that cannot tell the rows apart learns ``E[θ·p] / E[θ]`` over the rows it
-    confuses, above their mean ``p`` whenever the logging policy shows the
-    rows likely to convert; ``bce_w`` learns ``E[θ·p]``, below it. The truth
-    lies between the two where the policy does not favour unlikely converters
-    (the held-out rows cannot tell which: they do not resolve the rows). A
-    choice whose held-out :func:`skill` is below :data:`HEDGE_BELOW` is
-    therefore mixed with ``bce_w`` in logit space, ``bce_w`` taking
-    :data:`HEDGE`; a skilled choice or ``bce_w`` itself is kept whole
-    (share 0). Few held-out positives make the skill noisy, not the hedge
-    wrong: a net that cannot show skill is hedged (on the 1 % base-rate ad
-    log, 22 positives held out, the unhedged ``blend`` had an MAE of 0.0116
-    against BCE's 0.0094).
+    A net that cannot tell rows apart learns ``E[θ·p] / E[θ]`` over them under
+    an exposure-weighted risk (above their mean ``p`` when the policy shows
+    likely converters) and ``E[θ·p]`` as ``bce_w`` (below it): a choice whose
+    held-out :func:`skill` is below :data:`HEDGE_BELOW` is mixed with ``bce_w``
+    in logit space, ``bce_w`` taking :data:`HEDGE`; a skilled choice or
+    ``bce_w`` itself is kept whole (the guide's *Where no net resolves p*).
 
     Args:
         choice: the chosen candidate.
