@@ -122,9 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Recommended: fit_pue's batch_size (the default: every "
                              "paper set's rows in one batch, full-batch steps as the "
                              "other columns take)")
-    linear.add_argument("--recommended-folds", type=int, default=1,
-                        help="Recommended: fit_pue's folds (1: one held-out split; K: "
-                             "K-fold cross-fitting, about 3x the time)")
     linear.add_argument("--recommended-candidates", type=_names, default=None,
                         help="Recommended: comma-separated fit_pue candidates; None: "
                              "fit_pue's defaults")
@@ -260,7 +257,6 @@ def _bench(args: argparse.Namespace) -> int:
                                 recommended_learning_rate=args.recommended_lr,
                                 recommended_min_steps=args.recommended_min_steps,
                                 recommended_batch_size=args.recommended_batch_size,
-                                recommended_folds=args.recommended_folds,
                                 recommended_candidates=args.recommended_candidates,
                                 recommended_l2=args.recommended_l2,
                                 recommended_jit=args.recommended_jit,

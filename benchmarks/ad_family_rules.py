@@ -5,7 +5,7 @@ and reads its held-out split back. Two stages.
 
 ``run``: for each log and seed, draw the rows (``benchmarks.ad_family.draw``),
 call ``adp.fit_pue(..., candidates="all")`` once, rebuild its single held-out
-split (``adpue_tf.recommend.folds.split_folds(n_pu, n_e, seed, 1, 0.2)``: fold
+split (``adpue_tf.recommend.fit.split_rows(n_pu, n_e, seed, 0.2)``: part
 0 held out; ``fit.candidates[name]`` were trained on the other rows only) and
 take fit_pue's own ``θ̂`` (the ``theta`` net inside the ``ratio`` composite,
 trained on the training E rows). Save, per (log, seed), an ``.npz`` with the
@@ -94,12 +94,12 @@ def study_one(path: Path, build: Any, x_pu: Any, w: np.ndarray, x_e: Any, e: np.
               seed: int, epochs: int, batch_size: int, meta: dict[str, Any]) -> dict[str, Any]:
     """One fit_pue(candidates="all") call; every candidate's logits where the rules need them."""
     import adpue_tf as adp
-    from adpue_tf.recommend.folds import split_folds
+    from adpue_tf.recommend.fit import split_rows
 
     t0 = time.perf_counter()
     fit = adp.fit_pue(build, x_pu, w, x_e, e, candidates="all", epochs=epochs,
                       batch_size=batch_size, verbose=0, seed=seed)
-    pu_fold, e_fold = split_folds(len(w), len(e), seed, 1, 0.2)
+    pu_fold, e_fold = split_rows(len(w), len(e), seed, 0.2)
     hp, he = np.flatnonzero(pu_fold == 0), np.flatnonzero(e_fold == 0)
     tp, te = np.flatnonzero(pu_fold != 0), np.flatnonzero(e_fold != 0)
     assert len(hp) == fit.rows["pu_held_out"] and len(he) == fit.rows["e_held_out"]

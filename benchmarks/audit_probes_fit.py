@@ -143,8 +143,9 @@ def fit_pue_probes() -> list[Probe]:
         Probe("fit_pue: verbose True", lambda t: _fit(verbose=True), "`verbose`"),
         Probe("fit_pue: learning_rate NaN", lambda t: _fit(learning_rate=float("nan")),
               "`learning_rate`"),
-        Probe("fit_pue: folds 100", lambda t: _fit(folds=100), "`folds`"),
-        Probe("fit_pue: final 'best'", lambda t: _fit(final="best"), "`final`"),
+        Probe("fit_pue: folds 5 (retired)", lambda t: _fit(folds=5), "no longer takes `folds`"),
+        Probe("fit_pue: final 'refit' (retired)", lambda t: _fit(final="refit"),
+              "no longer takes `final`"),
         Probe("fit_pue: correct, arrays", lambda t: _fit(), check=_finite),
         Probe("fit_pue: correct, lists and integers", lambda t: _fit(
             x_pu=np.round(s.x_pu * 10).astype(int).tolist(),
@@ -254,8 +255,8 @@ def input_probes() -> list[Probe]:
     probes += [
         Probe("fit_pue: a dict-input net under fixed names (correct)", lambda t: _fit(
             lambda: _named("dict"), x_pu=_ids(120), x_e=_ids(120)), check=_finite),
-        Probe("fit_pue: a net under fixed names, folds=2 (correct)", lambda t: _fit(
-            lambda: _named("Sequential"), folds=2), check=_finite),
+        Probe("fit_pue: a net under fixed names, refit=False (correct)", lambda t: _fit(
+            lambda: _named("Sequential"), refit=False), check=_finite),
     ]
     for seed in (20240601, 2**31 - 1, 2**31, 2**32, 2**40, 2**53 + 1, 2**63 - 1, 2**64, 10**30,
                  np.int64(2**40), np.uint64(2**63), np.int32(7)):
@@ -364,7 +365,7 @@ def _tensors(**arrays: Any) -> dict:
 def option_probes() -> list[Probe]:
     """fit_pue's options not probed above: each refused by name before any training."""
     probes = []
-    for name in ("rounds", "min_steps", "folds"):
+    for name in ("rounds", "min_steps"):
         for what, value, words in bad_ints(name, 1):
             probes.append(Probe(f"fit_pue: {what}", lambda t, n=name, v=value: _fit(
                 **{n: v}), words))

@@ -222,9 +222,9 @@ def cli_probes() -> list[Probe]:
             "bench", "linear", "--quiet", "--out", str(t / "o"), "--file",
             str(_svm(t, "".join(f"{(-1) ** i:+d} 1:{i % 5}\n" for i in range(40))))),
               "has 40 rows; each trial holds out `n_test`=300"),
-        Probe("bench linear: --recommended-folds 0", lambda t: _cli(
-            "bench", "linear", "--quiet", "--datasets", "australian", "--recommended-folds",
-            "0", "--out", str(t / "o")), "`recommended_folds`"),
+        Probe("bench linear: --recommended-min-steps 0", lambda t: _cli(
+            "bench", "linear", "--quiet", "--datasets", "australian", "--recommended-min-steps",
+            "0", "--out", str(t / "o")), "`recommended_min_steps`"),
         Probe("bench linear: unknown --recommended-candidates", lambda t: _cli(
             "bench", "linear", "--quiet", "--datasets", "australian",
             "--recommended-candidates", "nope", "--out", str(t / "o")),

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
            "fit_pue_cpu_s": cpu_f, "fit_pue_wall_s": wall_f,
            "cpu_ratio": cpu_f / np.mean([cpu1, cpu2]),
            "wall_ratio": wall_f / np.mean([wall1, wall2]),
-           "fit_pue_seconds": fit.seconds, "choice": fit.choice, "folds": fit.folds,
+           "fit_pue_seconds": fit.seconds, "choice": fit.choice,
            "candidates": list(candidates or adp.recommend.DEFAULT_CANDIDATES), "refit": a.refit,
            "epochs_kept": fit.epochs, "mae_to_p": {k: e[0] for k, e in err.items()},
            "kl_to_p": {k: e[1] for k, e in err.items()},

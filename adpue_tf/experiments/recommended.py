@@ -8,15 +8,14 @@ hidden ``Y`` or a test label, with the linear net
 penalty ``l2·‖w‖²``: by default two such nets, the other columns' ``l2`` and
 ``l2/10``, as a mapping (fit_pue keeps the first unless the other's choice
 has a clearly lower held-out NLL; no single strength served every data set,
-docs/guide/choosing-models.md), unless ``recommended_l2`` says otherwise; seed ``seed + t``:
-one held-out split by default, ``K``-fold cross-fitting with ``folds``.
+docs/guide/choosing-models.md), unless ``recommended_l2`` says otherwise; seed ``seed + t``.
 The column scores the final model's logit (``> 0`` predicts ``Y = 1``).
 
 Cost (2 CPU cores, one TensorFlow thread, under XLA): the first trial of a
 process 19-42 s (every pass compiled), then a median 0.3-1.05 s a trial on the
 paper's data sets with one split (an Intel Xeon VM; ``benchmarks/results/``
 ``JOURNAL.md``, entry ``linear.recommended.100trials.static.md``);
-about 3x that with five folds; ``adpue-tf bench linear --no-recommended``
+``adpue-tf bench linear --no-recommended``
 skips the column.
 
 Example:
@@ -63,7 +62,6 @@ class RecommendedConfig:
         candidates: names of ``adp.recommend.CANDIDATES`` (None: fit_pue's default).
         l2: L2 penalty ``l2·‖w‖²`` on the net's weights (0: none), or several:
             one net each, fit_pue's mapping chooses (:func:`nets`).
-        folds: fit_pue's ``folds`` (1: one held-out split; K: K-fold cross-fitting).
         jit_compile: fit_pue's ``jit_compile`` (every net's step under XLA).
     """
 
@@ -75,7 +73,6 @@ class RecommendedConfig:
     validation_split: float = 0.2
     candidates: tuple[str, ...] | None = None
     l2: float | tuple[float, ...] = 0.0
-    folds: int = 1
     jit_compile: bool = False
 
 
@@ -95,8 +92,7 @@ def from_bench(cfg: Any) -> RecommendedConfig:
         epochs=cfg.recommended_epochs, learning_rate=cfg.recommended_learning_rate,
         min_steps=cfg.recommended_min_steps, batch_size=cfg.recommended_batch_size,
         candidates=None if cand is None else tuple(cand),
-        l2=l2s[0] if len(l2s) == 1 else l2s, folds=cfg.recommended_folds,
-        jit_compile=cfg.recommended_jit)
+        l2=l2s[0] if len(l2s) == 1 else l2s, jit_compile=cfg.recommended_jit)
 
 
 def _linear(d: int, l2: float) -> Callable[[], keras.Model]:
@@ -168,7 +164,7 @@ def fit_trials(x: np.ndarray, y: np.ndarray, cfg: RecommendedConfig, *, seed: in
                               epochs=cfg.epochs, batch_size=cfg.batch_size,
                               validation_split=cfg.validation_split, seed=seed + t, verbose=0,
                               candidates=cfg.candidates, learning_rate=cfg.learning_rate,
-                              min_steps=cfg.min_steps, rounds=cfg.rounds, folds=cfg.folds,
+                              min_steps=cfg.min_steps, rounds=cfg.rounds,
                               jit_compile=cfg.jit_compile)
         except ValueError as err:  # the trial's rows refused (e.g. one observed positive)
             models.append(None)

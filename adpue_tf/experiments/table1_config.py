@@ -64,8 +64,8 @@ class LinearBenchConfig:
             ``"cloglog"`` (:data:`adpue_tf.experiments.simulate.MECHANISMS`).
         recommended: the ``Recommended`` column (:func:`adpue_tf.fit_pue`, ~1-3 s a
             trial and setting).
-        recommended_epochs, recommended_learning_rate, recommended_min_steps,
-            recommended_folds: its settings (default: one epoch of 500 steps,
+        recommended_epochs, recommended_learning_rate, recommended_min_steps:
+            its settings (default: one epoch of 500 steps,
             every linear net trained to convergence as every other column's is;
             an epoch chosen on Table 1's ~40 held-out rows stopped at 25-75 steps)
             (``recommended.from_bench``); likewise ``recommended_candidates``;
@@ -110,7 +110,6 @@ class LinearBenchConfig:
     recommended_learning_rate: float = 0.01
     recommended_min_steps: int = 500
     recommended_batch_size: int = 4096
-    recommended_folds: int = 1
     recommended_candidates: tuple[str, ...] | None = None
     recommended_l2: float | tuple[float, ...] | None = None
     recommended_jit: bool = True
@@ -134,7 +133,7 @@ class LinearBenchConfig:
     def _check_recommended(self) -> None:
         """The test rows and the Recommended column's fit_pue settings, before any work."""
         for name in ("n_test", "recommended_epochs", "recommended_min_steps",
-                     "recommended_folds", "recommended_batch_size"):
+                     "recommended_batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be an int >= 1, got {value!r}.")

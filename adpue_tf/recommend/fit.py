@@ -1,8 +1,7 @@
 """``fit_pue``: every estimator as a candidate, chosen on held-out rows, refitted on all rows.
 
 The rule (``docs/guide/choosing-models.md``): hold out ``validation_split`` of
-the PU rows and of the E rows (or, with ``folds=K``, every row in turn, by
-``K``-fold cross-fitting); train every
+the PU rows and of the E rows; train every
 candidate of :mod:`adpue_tf.recommend.candidates` on the rest; score each on
 the held-out rows by the exposure Brier score ``mean_E[E·f²] - 2·mean_PU[W·f]``, whose
 expectation is ``E_x[θ·(f - p)²]`` plus a constant — proper for ``p(y=1|x)``
@@ -14,9 +13,8 @@ Ratio and ``likelihood_theta``, whose estimates read that ``θ̂``, only as the 
 fixed ``blend`` stays unless one of the two scores shows another better
 (the likelihood never those two), and always when fewer than
 :data:`~adpue_tf.recommend.MIN_POSITIVES` observed positives are held out (:func:`choose`);
-refit the nets the winner predicts with on every row for the epochs chosen
-(with folds: the median over the folds; see :data:`FOLDS_FINAL`); with one
-split, the nets it only trains with (``θ̂``, say) are shared from the choice.
+refit the nets the winner predicts with on every row for the epochs chosen;
+the nets it only trains with (``θ̂``, say) are shared from the choice.
 """
 
 from __future__ import annotations
@@ -41,10 +39,9 @@ from adpue_tf._internal.checks import check_bool, check_int, check_same_columns,
 from adpue_tf._internal.numeric import sigmoid
 from adpue_tf._internal.seeding import kept_random_state
 from adpue_tf._internal.tracing import quiet_retracing
-from adpue_tf.data.rows import Rows, as_rows
+from adpue_tf.data.rows import Rows, as_rows, split_indices
 from adpue_tf.recommend.candidates import PREFERRED, TABLE, THETA, net_seed
 from adpue_tf.recommend.compose import LogitMix
-from adpue_tf.recommend.folds import fold_average, split_folds
 from adpue_tf.recommend.inputs import (
     check_builders,
     check_ids,
@@ -65,20 +62,11 @@ from adpue_tf.recommend.select import NET_TOLERANCE, Selection, pick_net, select
 from adpue_tf.recommend.stage import Stage, train_all
 from adpue_tf.recommend.train import Settings
 
-__all__ = ["FINALS", "FOLDS_FINAL", "FitOptions", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit",
-           "choose", "fit_pue"]
+__all__ = ["RETIRED", "FitOptions", "MIN_HELD_OUT", "NET_TOLERANCE", "PUEFit", "choose", "fit_pue",
+           "split_rows"]
 
 #: Held-out rows of each log fit_pue needs at least to score its candidates.
 MIN_HELD_OUT = 5
-
-#: What ``.model`` is: ``"refit"`` (the choice retrained on every row for the
-#: epochs it kept), ``"average"`` (the mean probability of its fold models; with
-#: one split, its model trained on the training part), ``"auto"``.
-FINALS = ("auto", "refit", "average")
-#: ``final="auto"`` with folds (one split: ``"refit"``): the refit for the median
-#: epochs of the folds was closer to the truth than the fold average, whose
-#: nets keep epochs chosen on one small fold each (docs/guide/choosing-models.md).
-FOLDS_FINAL = "refit"
 
 
 def _progress(verbose: Any, total: int) -> Callable[[str], None]:
@@ -130,7 +118,7 @@ def _candidates(candidates: Sequence[str] | str | None) -> tuple[str, ...]:
 class FitOptions(TypedDict, total=False):
     """:func:`fit_pue`'s keywords beyond the usual five, each with the default the evidence chose.
 
-    Pass them as keywords, ``fit_pue(..., folds=5)``, or as a dict,
+    Pass them as keywords, ``fit_pue(..., refit=False)``, or as a dict,
     ``fit_pue(..., **options)``. What each does, and the measurements behind
     its default: ``docs/guide/choosing-models.md``, *fit_pue's arguments*.
 
@@ -139,10 +127,8 @@ class FitOptions(TypedDict, total=False):
             ``None``: ``DEFAULT_CANDIDATES``.
         tolerance: standard errors within which the Brier score cannot separate
             two candidates (the likelihood of ``W`` decides); default 2.0.
-        folds: ``K >= 2``: ``K``-fold cross-fitting; default 1: one split.
-        final: what ``.model`` is, one of :data:`FINALS`; default ``"auto"``.
-        refit: False: no model trained on all rows, as ``final="average"``;
-            default True.
+        refit: False: ``.model`` is the choice as trained on the training part,
+            not refitted on every row; default True.
         learning_rate: Adam's learning rate for every net; default 1e-2.
         min_steps: optimizer steps each net takes at least: on small data each
             epoch grows to reach them over ``epochs``; default 500.
@@ -158,15 +144,13 @@ class FitOptions(TypedDict, total=False):
             (a randomised policy); default True.
 
     Example:
-        >>> options: FitOptions = {"folds": 5, "final": "refit"}
+        >>> options: FitOptions = {"tolerance": 1.0, "refit": False}
         >>> sorted(set(options) - set(FitOptions.__optional_keys__))
         []
     """
 
     candidates: Sequence[str] | str | None
     tolerance: float
-    folds: int
-    final: str
     refit: bool
     learning_rate: float
     min_steps: int
@@ -176,9 +160,22 @@ class FitOptions(TypedDict, total=False):
     hedge: bool
 
 
+#: Options fit_pue no longer takes, and what to do instead.
+RETIRED = {
+    "folds": "K-fold cross-fitting chose no better than one split on small data at about 3x "
+             "the cost and was retired; fit_pue holds out `validation_split` of each log "
+             "(docs/guide/choosing-models.md, Small data)",
+    "final": "it was retired with `folds`; pass refit=False for the choice as trained on "
+             "the training part",
+}
+
+
 def _check_options(options: Mapping[str, Any]) -> None:
     """A ``TypeError`` naming an unknown keyword and the options there are."""
     unknown = sorted(set(options) - set(FitOptions.__optional_keys__))
+    retired = [k for k in unknown if k in RETIRED]
+    if retired:
+        raise TypeError(f"fit_pue() no longer takes `{retired[0]}`: {RETIRED[retired[0]]}.")
     if unknown:
         raise TypeError(
             f"fit_pue() got an unexpected keyword argument {unknown[0]!r}; besides epochs, "
@@ -221,7 +218,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         seed: any int ``>= 0``: seeds the split, every net and the shuffles.
         verbose: ``"auto"``/1: a progress bar, 2: a line per net, 0: silent.
         **options: :class:`FitOptions`, each with a default: ``candidates``,
-            ``tolerance``, ``folds``, ``final``, ``refit`` (what is tried and kept),
+            ``tolerance``, ``refit`` (what is tried and kept),
             ``learning_rate``, ``min_steps``, ``rounds``, ``patience``, ``jit_compile``,
             ``hedge``.
 
@@ -244,8 +241,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     candidates = options.get("candidates")
     learning_rate, min_steps = options.get("learning_rate", 1e-2), options.get("min_steps", 500)
     rounds, refit = options.get("rounds", 10), options.get("refit", True)
-    tolerance, folds = options.get("tolerance", 2.0), options.get("folds", 1)
-    final, patience = options.get("final", "auto"), options.get("patience", 2)
+    tolerance, patience = options.get("tolerance", 2.0), options.get("patience", 2)
     jit_compile, hedge = options.get("jit_compile", False), options.get("hedge", True)
     builders = check_builders(build_net)
     names = _candidates(candidates)
@@ -263,11 +259,6 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     check_bool("refit", refit)
     check_bool("jit_compile", jit_compile)
     check_bool("hedge", hedge)
-    if final not in FINALS:
-        raise ValueError(f"`final` must be one of {list(FINALS)}, got {final!r}.")
-    if not refit and final == "refit":
-        raise ValueError("`refit=False` contradicts `final='refit'`; give one of them.")
-    k = check_int("folds", folds, 1)
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real) \
             or not 0.0 < float(learning_rate) < np.inf:
         raise ValueError(f"`learning_rate` must be a positive number, got {learning_rate!r}.")
@@ -308,13 +299,9 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         if warning is not None:
             warnings.warn(warning, UserWarning, stacklevel=3)  # past _one_call: the caller
     split = float(validation_split)
-    if k > 1 and min(len(pu), len(ex)) < 2 * k:
-        raise ValueError(f"`folds`={k} needs at least {2 * k} PU rows and E rows, got "
-                         f"{len(pu)} and {len(ex)}.")
-    if final == "auto":
-        final = "refit" if k == 1 and refit else FOLDS_FINAL if refit else "average"
+    final = "refit" if refit else "average"
     start = time.perf_counter()
-    pu_fold, e_fold = split_folds(len(pu), len(ex), settings.seed, k, split)
+    pu_fold, e_fold = split_rows(len(pu), len(ex), settings.seed, split)
     for arg, fold in (("x_pu", pu_fold), ("x_e", e_fold)):
         if int(np.sum(fold >= 0)) < MIN_HELD_OUT:
             raise ValueError(
@@ -324,40 +311,38 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     positives = int(pu.y[pu_fold >= 0].sum())  # observed positives held out
     skipped = overruled_anyway(names, positives) if candidates is None else ()
     names, asked = tuple(n for n in names if n not in skipped), names
-    show = _progress(verbose, len(builders) * k * (len(names) + 1)
+    show = _progress(verbose, len(builders) * (len(names) + 1)
                      + (len(names) if final == "refit" else 0))
-    stages = {key: _stages(b, pu, ex, settings, k, pu_fold, e_fold, show, built[key])
+    stages = {key: _stage(b, pu, ex, settings, pu_fold, e_fold, show, built[key])
               for key, b in builders.items()}
     # Every net's nets that train together do so in one pass (stage.train), then the rest.
-    train_all([st for group in stages.values() for st in group], names, pu, ex, pu_fold,
-              e_fold)
+    train_all(list(stages.values()), names, pu, ex, pu_fold, e_fold)
     picked: dict[str | None, Selection] = {}
-    for key, group in stages.items():
+    for key, st in stages.items():
         tried, passed = names, skipped
-        if skipped and not all(st.trains(PREFERRED) for st in group):
+        if skipped and not st.trains(PREFERRED):
             tried, passed = asked, ()  # blend failed: the rule chooses among them all
-            train_all(group, tried, pu, ex, pu_fold, e_fold)
+            train_all([st], tried, pu, ex, pu_fold, e_fold)
         with _naming(key):
-            picked[key] = select(group, tried, passed, positives, float(tolerance), hints[key])
+            picked[key] = select(st, tried, passed, positives, float(tolerance), hints[key])
     held, best = pick_net(picked, NET_TOLERANCE)
-    sel, group = picked[best], stages[best]
+    sel, stage = picked[best], stages[best]
     choice, failed = sel.choice, sel.failed
     selected = time.perf_counter()
-    choice_skill = skill(sel.scores[choice], float(np.mean(sel.pooled.w)),
-                         float(np.mean(sel.pooled.e)), float(np.mean(pu.y) / np.mean(ex.y)))
+    choice_skill = skill(sel.scores[choice], float(np.mean(sel.held.w)),
+                         float(np.mean(sel.held.e)), float(np.mean(pu.y) / np.mean(ex.y)))
     share = hedge_share(choice, choice_skill) if hedge else 0.0
-    if share and not all("bce_w" in st.heads for st in group):
+    if share and "bce_w" not in stage.heads:
         share = 0.0  # bce_w not tried (or diverged): nothing to hedge with
     model = None
     if final == "refit":
         whole = Stage(builders[best], pu, ex, settings,
                       epochs={n: max(1, v) for n, v in sel.kept.items()},
-                      parts=group[0].parts, progress=show, built=built[best])
-        if k == 1:
-            _share_helpers(group[0], whole, choice)
+                      parts=stage.parts, progress=show, built=built[best])
+        _share_helpers(stage, whole, choice)
         train_all([whole], (choice, "bce_w") if share else (choice,), pu, ex,
                   np.full(len(pu), -1), np.full(len(ex), -1))
-        if whole.try_get(choice) is None:  # diverged on all rows: keep the fold models
+        if whole.try_get(choice) is None:  # diverged on all rows: keep the training part's
             failed[choice] = f"refit on all rows: {whole.failed[choice]}"
             final = "average"
         elif share and not whole.trains("bce_w"):
@@ -366,35 +351,31 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
         else:
             model = _hedged(whole, choice, share) if share else whole.get(choice)
     if model is None:
-        if share:
-            for st in group:
-                _hedged(st, choice, share)
-        model = fold_average(group, HEDGED if share else choice)
+        model = _hedged(stage, choice, share) if share else stage.get(choice)
     if verbose and sys.stderr.isatty():
         sys.stderr.write("\n")
     trained = sel.trained
-    calibration = sel.pooled.theta_calibration() if sel.theta_ok else {}
+    calibration = sel.held.theta_calibration() if sel.theta_ok else {}
     warn_theta(calibration)
     if sel.theta_ok:
         contradiction = unexposed_positives_warning(
-            sel.pooled.w, sigmoid(sel.pooled.logits("theta")[0]))
+            sel.held.w, sigmoid(sel.held.logits("theta")[0]))
         if contradiction is not None:
             warnings.warn(contradiction, UserWarning, stacklevel=3)
-    candidates_models = {n: fold_average(group, n) for n in trained}
+    candidates_models = {n: stage.get(n) for n in trained}
     for returned in (model, *candidates_models.values()):
         returned.adpue_from_logits = True  # export_for_serving and validation_score read it
     return PUEFit(
         model=model, choice=choice, scores=sel.scores, exposure_nll=sel.nll, epochs=sel.kept,
         brier_gap_se=sel.gap_se, nll_gap_se=sel.nll_se,
         theta_calibration=calibration,
-        parts={n: group[0].parts[n] for n in trained if n in group[0].parts},
-        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(sel.pooled.w),
-              "e_held_out": len(sel.pooled.e), "w_held_out": positives},
+        parts={n: stage.parts[n] for n in trained if n in stage.parts},
+        rows={"pu": len(pu), "e": len(ex), "pu_held_out": len(sel.held.w),
+              "e_held_out": len(sel.held.e), "w_held_out": positives},
         seconds={"select": selected - start, "refit": time.perf_counter() - selected},
         candidates=candidates_models,
         failed={n: v for n, v in failed.items() if n != "theta" or not trained},
-        folds=k, final=final, skipped=sel.skipped,
-        fold_models={n: tuple(st.get(n) for st in group) for n in trained},
+        final=final, skipped=sel.skipped,
         net=best, net_scores=held if best is not None else {},
         skill=choice_skill, hedge_share=share)
 
@@ -435,22 +416,33 @@ def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:
             whole.install(name, net, chosen_from.best_epoch[name])
 
 
-def _stages(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
-            k: int, pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None],
-            built: dict[int, keras.Model]) -> list[Stage]:
-    """One stage per fold (one split: a single stage) of the rows of ``pu_fold``/``e_fold``.
+def _stage(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
+           pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None],
+           built: dict[int, keras.Model]) -> Stage:
+    """The stage that trains on the rows of fold -1 and holds out those of fold 0.
 
-    ``built``: nets built ahead, by seed (shared by the stages: each takes its own).
+    ``built``: nets built ahead, by seed (the stage takes its own).
     """
-    stages = []
-    for s in range(k):
-        pu_in, e_in = pu_fold != s, e_fold != s
-        if pu.y[pu_in].sum() == 0 or ex.y[e_in].min() == ex.y[e_in].max():
-            raise ValueError("The training part lacks observed positives or one exposure "
-                             "value; give more rows or a smaller `validation_split`.")
-        stages.append(Stage(build_net, pu.take(np.flatnonzero(pu_in)),
-                            ex.take(np.flatnonzero(e_in)), settings,
-                            held_out=(pu.take(np.flatnonzero(~pu_in)),
-                                      ex.take(np.flatnonzero(~e_in))),
-                            progress=show, fold=s, built=built))
-    return stages
+    pu_in, e_in = pu_fold != 0, e_fold != 0
+    if pu.y[pu_in].sum() == 0 or ex.y[e_in].min() == ex.y[e_in].max():
+        raise ValueError("The training part lacks observed positives or one exposure "
+                         "value; give more rows or a smaller `validation_split`.")
+    return Stage(build_net, pu.take(np.flatnonzero(pu_in)), ex.take(np.flatnonzero(e_in)),
+                 settings, held_out=(pu.take(np.flatnonzero(~pu_in)),
+                                     ex.take(np.flatnonzero(~e_in))),
+                 progress=show, built=built)
+
+
+def split_rows(n_pu: int, n_e: int, seed: int, split: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each PU and E row's part: 0 held out (``split`` of each log), -1 for training.
+
+    Example:
+        >>> pu, e = split_rows(5, 4, seed=0, split=0.4)
+        >>> int((pu == 0).sum()), int((e == 0).sum())
+        (2, 2)
+    """
+    rng = np.random.default_rng(seed)
+    pu_fold, e_fold = np.full(n_pu, -1), np.full(n_e, -1)
+    pu_fold[split_indices(n_pu, split, rng)[1]] = 0
+    e_fold[split_indices(n_e, split, rng)[1]] = 0
+    return pu_fold, e_fold

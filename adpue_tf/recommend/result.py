@@ -25,17 +25,15 @@ class PUEFit:
 
     Attributes:
         model: the chosen estimator as a Keras model, features -> one logit
-            (``σ(logit)`` estimates ``p(y=1|x)``): refitted on all rows, or the
-            mean of its fold models (see ``final``); hedged towards ``bce_w``
-            where ``hedge_share`` > 0.
+            (``σ(logit)`` estimates ``p(y=1|x)``): refitted on all rows, or as
+            trained on the training part (see ``final``); hedged towards
+            ``bce_w`` where ``hedge_share`` > 0.
         choice: the chosen candidate's name.
-        scores: ``{candidate: held-out exposure Brier score}``, lower is better
-            (with folds: over every row, each predicted by the fold models that
-            did not train on it).
+        scores: ``{candidate: held-out exposure Brier score}``, lower is better.
         exposure_nll: ``{candidate: held-out NLL of W under σ(z)·θ̂}``: decides
             among the candidates the Brier score cannot tell apart
             (:func:`adpue_tf.recommend.choose`).
-        epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``; the median over folds).
+        epochs: ``{net: epochs kept}`` (``"theta"`` is ``θ̂``).
         theta_calibration: ``θ̂`` on held-out E rows: ``log_loss``,
             ``log_loss_constant`` (of the constant rate) and ``calibration_error``;
             ``low_exposure_share``: the share of held-out PU and E rows with
@@ -47,16 +45,14 @@ class PUEFit:
             than :data:`~adpue_tf.recommend.MIN_POSITIVES` keep ``blend``).
         seconds: ``{"select": s, "refit": s}`` of wall time.
         candidates: ``{candidate: model}``, each trained on the training part
-            only (with folds: the mean of its fold models).
+            only.
         brier_gap_se: ``{candidate: standard error}`` of its Brier score minus
             the best one not built from these scores (not ``average``; paired
             over the held-out rows).
         nll_gap_se: ``{candidate: standard error}`` of its held-out NLL minus
             that of ``blend`` (paired; empty without ``blend`` or ``θ̂``).
-        folds: 1 (one split) or the number of folds cross-fitted.
-        final: ``"refit"`` or ``"average"``: what ``model`` is.
-        fold_models: ``{candidate: (model of fold 0, ...)}``, fold ``s``'s
-            model trained on the rows outside fold ``s``.
+        final: what ``model`` is: ``"refit"`` (on every row) or ``"average"``
+            (the training part's model: ``refit=False``, or a refit that diverged).
         failed: ``{candidate: why}`` for candidates whose net diverged before
             any usable epoch (left out of the choice), and a refit that
             diverged (then ``model`` is the one trained on the training part).
@@ -91,10 +87,7 @@ class PUEFit:
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     brier_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
     nll_gap_se: dict[str, float] = dataclasses.field(default_factory=dict)
-    folds: int = 1
     final: str = "refit"
-    fold_models: dict[str, tuple[keras.Model, ...]] = dataclasses.field(
-        default_factory=dict, repr=False)
     skipped: tuple[str, ...] = ()
     net: str | None = None
     net_scores: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -157,8 +150,8 @@ class PUEFit:
                          "the held-out rows (p(y=1|x) barely observed there)"
                          if cal.get("low_exposure_share") else "") + ".",
                   f"Rows: {self.rows['pu']} PU + {self.rows['e']} E "
-                  f"({self.rows['pu_held_out']} + {self.rows['e_held_out']} held out"
-                  f"{f', {self.folds} folds' if self.folds > 1 else ''}); model: {self.final}; "
+                  f"({self.rows['pu_held_out']} + {self.rows['e_held_out']} held out); "
+                  f"model: {self.final}; "
                   f"{self.seconds['select']:.0f} s choosing, {self.seconds['refit']:.0f} s for the final model."]
         return "\n".join(lines)
 

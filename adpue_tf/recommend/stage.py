@@ -1,6 +1,6 @@
-"""Training :func:`adpue_tf.fit_pue`'s candidates: a :class:`Stage` per fold, one routine for every net.
+"""Training :func:`adpue_tf.fit_pue`'s candidates: a :class:`Stage` per net, one routine for every net.
 
-A stage holds one fold's training rows (and held-out rows, when choosing) and
+A stage holds the training rows (and held-out rows, when choosing) and
 what was trained on them: each net fresh from ``build_net`` under its own seed,
 its best held-out epoch kept; each composite a head over its parts' logits.
 :func:`train` is the one training routine for every net of the table: the nets
@@ -117,7 +117,7 @@ class Stage:
         epochs: per net, the epochs to train for (the refit), or None.
         parts: the parts of composites chosen before (``"average"``).
         progress: called with each net's name before it trains.
-        fold: which fold this stage holds out (seeds its nets).
+        fold: the part of the rows this stage holds out (0; seeds its nets).
         built: nets built ahead from ``build_net`` under a seed, by seed: a net
             of that seed is taken from it (once) instead of built.
     """
@@ -353,10 +353,10 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
     run :data:`PARALLEL_PASSES` at a time (:func:`_run`).
 
     Args:
-        stages: one per fold and net of a mapping (``held_out``: the rows of their ``fold``).
+        stages: one per net of a mapping (``held_out``: the rows of their ``fold``).
         names: nets of the table (``Candidate.risk`` or ``Candidate.own``).
         pu, e: every PU and E row.
-        pu_fold, e_fold: each row's fold.
+        pu_fold, e_fold: each row's part (0: held out; -1: no stage holds it out).
     """
     jobs, later, theta = [], [], {}
     for s, st in enumerate(stages):

@@ -167,10 +167,10 @@ def test_non_finite_values_and_a_negative_tolerance_are_refused_by_name():
 
 
 def test_fit_pue_records_a_candidate_without_a_finite_score_as_failed(monkeypatch):
-    from adpue_tf.recommend import folds
+    from adpue_tf.recommend import select
 
-    brier = folds.Pooled.brier
-    monkeypatch.setattr(folds.Pooled, "brier", lambda self, name: float("nan")
+    brier = select.HeldOut.brier
+    monkeypatch.setattr(select.HeldOut, "brier", lambda self, name: float("nan")
                         if name == "ratio" else brier(self, name))
     fit, _ = _small_fit(["bce_w", "ratio", "likelihood", "brier"])
     assert "ratio" not in fit.scores and fit.choice != "ratio"

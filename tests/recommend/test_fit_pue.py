@@ -37,7 +37,7 @@ def _sig(z):
 
 def test_result_fields_report_and_model(data):
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
-                      candidates=["bce_w", "ratio", "brier"], folds=1, **FAST)
+                      candidates=["bce_w", "ratio", "brier"], **FAST)
     assert set(fit.scores) == {"bce_w", "ratio", "brier"}
     best = min(fit.scores, key=fit.scores.get)
     close = [n for n in fit.scores
@@ -63,7 +63,7 @@ def test_result_fields_report_and_model(data):
 def test_scores_are_the_exposure_brier_of_the_candidates_on_the_held_out_rows(data):
     """Recompute each score from the candidate models and the split fit_pue made."""
     fit = adp.fit_pue(linear(), data.x_pu, data.w_pu, data.x_e, data.e_e,
-                      candidates=["bce_w", "brier", "ips"], refit=False, folds=1, **FAST)
+                      candidates=["bce_w", "brier", "ips"], refit=False, **FAST)
     rng = np.random.default_rng(0)  # the split of fit_pue(seed=0): PU first, then E
     pu_ho = np.sort(rng.permutation(500)[:100])
     e_ho = np.sort(rng.permutation(500)[:100])
@@ -235,14 +235,11 @@ BAD = [
     (dict(refit="yes"), TypeError, "`refit` must be a bool"),
     (dict(learning_rate=-1.0), ValueError, "`learning_rate`"),
     (dict(tolerance=-1.0), ValueError, "`tolerance` must be a number >= 0"),
-    (dict(folds=0), ValueError, "`folds` must be at least 1"),
-    (dict(folds=2.0), TypeError, "`folds` must be an int"),
-    (dict(folds=300), ValueError, "`folds`=300 needs at least 600 PU rows"),
-    (dict(final="best"), ValueError, "`final` must be one of"),
-    (dict(final="refit", refit=False), ValueError, "`refit=False` contradicts"),
+    (dict(folds=5), TypeError, "no longer takes `folds`: K-fold cross-fitting .* retired"),
+    (dict(final="average"), TypeError, "no longer takes `final`: .* pass refit=False"),
     (dict(patience=0), ValueError, "`patience` must be at least 1"),
     (dict(patience=1.5), TypeError, "`patience` must be an int"),
-    (dict(fold=5), TypeError, "unexpected keyword argument 'fold'; .*'folds'.*FitOptions"),
+    (dict(fold=5), TypeError, "unexpected keyword argument 'fold'; .*'refit'.*FitOptions"),
 ]
 
 
@@ -278,8 +275,8 @@ def test_the_call_is_five_arguments_five_keywords_and_the_options():
         "epochs": 20, "batch_size": 512, "validation_split": 0.2, "seed": 0, "verbose": "auto"}
     assert params["options"].kind is inspect.Parameter.VAR_KEYWORD
     assert FitOptions.__optional_keys__ == {
-        "candidates", "tolerance", "folds", "final", "refit", "learning_rate", "min_steps",
-        "rounds", "patience", "jit_compile", "hedge"}
+        "candidates", "tolerance", "refit", "learning_rate", "min_steps", "rounds",
+        "patience", "jit_compile", "hedge"}
     documented = inspect.getdoc(FitOptions).split("Attributes:", 1)[1].split("Example:")[0]
     assert all(f"\n    {name}: " in documented for name in FitOptions.__optional_keys__)
 
@@ -478,7 +475,7 @@ def test_the_refit_retrains_the_nets_the_choice_predicts_with_and_shares_the_res
                       candidates=[candidate], **FAST)
     assert fit.choice == candidate and fit.final == "refit"
     assert len(calls) == built
-    chosen = fit.fold_models[candidate][0]
+    chosen = fit.candidates[candidate]
     assert fit.model is not chosen
     assert not all(np.array_equal(a, b) for a, b in
                    zip(fit.model.get_weights(), chosen.get_weights()))
@@ -514,9 +511,9 @@ def test_passes_side_by_side_share_the_trained_nets_they_read_and_leave_user_fro
     fit = adp.fit_pue(_partly_frozen, data.x_pu, data.w_pu, data.x_e, data.e_e, epochs=1,
                       min_steps=10, batch_size=128, verbose=0,
                       candidates=["adpue_ratio", "likelihood_theta"])
-    theta_and_net = [m for m in fit.fold_models["likelihood_theta"][0]._flatten_layers(
+    theta_and_net = [m for m in fit.candidates["likelihood_theta"]._flatten_layers(
         include_self=False) if isinstance(m, keras.Model)]
     assert len(theta_and_net) == 2  # θ̂, read by both passes, and likelihood_theta's own net
-    for net in [*theta_and_net, fit.fold_models["adpue_ratio"][0]]:
+    for net in [*theta_and_net, fit.candidates["adpue_ratio"]]:
         assert not net.get_layer("frozen").trainable
         assert net.layers[-1].trainable

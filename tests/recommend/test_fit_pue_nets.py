@@ -87,12 +87,12 @@ def test_bad_mappings_are_refused_naming_the_net(nets, error, match):
 
 @pytest.mark.slow
 def test_a_mapping_of_one_net_is_that_net_with_every_option():
-    """Non-default options (folds, seed, candidates) reach the nets of a mapping."""
-    options = dict(OPTIONS, seed=3, folds=2, candidates=["bce_w", "brier", "ratio"])
+    """Non-default options (refit, seed, candidates) reach the nets of a mapping."""
+    options = dict(OPTIONS, seed=3, refit=False, candidates=["bce_w", "brier", "ratio"])
     single = adp.fit_pue(_linear(0.0), S.x_pu, S.w_pu, S.x_e, S.e_e, **options)
     mapped = adp.fit_pue({"only": _linear(0.0)}, S.x_pu, S.w_pu, S.x_e, S.e_e, **options)
     assert mapped.net == "only" and set(mapped.net_scores) == {"only"}
-    assert mapped.folds == 2 and mapped.choice == single.choice
+    assert mapped.final == "average" and mapped.choice == single.choice
     assert mapped.scores == pytest.approx(single.scores)
     np.testing.assert_allclose(np.asarray(mapped.model(S.x_pu[:50])),
                                np.asarray(single.model(S.x_pu[:50])), rtol=1e-5, atol=1e-6)

@@ -185,10 +185,8 @@ def _net2() -> keras.Model:
                              keras.layers.Dense(1)])
 
 
-@pytest.mark.parametrize("folds", [1, 2])
-def test_rows_every_net_of_a_pass_holds_out_are_left_out_of_its_batch(monkeypatch, folds):
-    """One split: the held-out rows (no net of the pass trains on them) are not in the
-    batch; with folds each row trains some fold's nets, so every row is."""
+def test_rows_every_net_of_a_pass_holds_out_are_left_out_of_its_batch(monkeypatch):
+    """The held-out rows (no net of the pass trains on them) are not in the batch."""
     seen = []
     real = stage._batches
 
@@ -200,11 +198,9 @@ def test_rows_every_net_of_a_pass_holds_out_are_left_out_of_its_batch(monkeypatc
     s = adp.synthetic.synthetic_pue(150, 100, seed=2)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # noqa: E731
     adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=1, min_steps=10, verbose=0,
-                candidates=["bce_w", "likelihood"], folds=folds, validation_split=0.2)
+                candidates=["bce_w", "likelihood"], validation_split=0.2)
     choose, refit = seen[:2], seen[2:]
     assert all(full for *_, full in seen)
-    if folds == 1:  # 30 of 150 PU rows and 20 of 100 E rows held out
-        assert [(n_pu, n_e, f) for n_pu, n_e, f, _ in choose] == [(120, 80, {-1})] * 2
-    else:
-        assert [(n_pu, n_e, f) for n_pu, n_e, f, _ in choose] == [(150, 100, {0, 1})] * 2
+    # 30 of 150 PU rows and 20 of 100 E rows held out
+    assert [(n_pu, n_e, f) for n_pu, n_e, f, _ in choose] == [(120, 80, {-1})] * 2
     assert [(n_pu, n_e) for n_pu, n_e, *_ in refit] == [(150, 100)] * len(refit)

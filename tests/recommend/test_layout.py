@@ -90,7 +90,7 @@ def test_layouts_of_shuffled_batches_and_none_under_a_strategy():
         assert batch_layout(1000, 500, 512) is None
 
 
-def _fit(monkeypatch, cut: bool, full: bool = False, **options):
+def _fit(monkeypatch, cut: bool, full: bool = False, mapping: bool = False, **options):
     if not full:  # the pipeline's shuffled batches, as for data larger than a batch
         monkeypatch.setattr(stage, "fits", lambda rows, batch: False)
     if not cut:
@@ -106,7 +106,9 @@ def _fit(monkeypatch, cut: bool, full: bool = False, **options):
     s = adp.synthetic.synthetic_pue(150, 100, seed=2)
     net = lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, "tanh"),  # noqa: E731
                                     keras.layers.Dense(1)])
-    fit = adp.fit_pue(net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2, min_steps=40, verbose=0,
+    nets = {"a": net, "b": lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])}
+    fit = adp.fit_pue(nets if mapping else net, s.x_pu, s.w_pu, s.x_e, s.e_e, epochs=2,
+                      min_steps=40, verbose=0,
                       candidates=["bce_w", "ratio", "likelihood", "brier", "blend"],
                       tolerance=0.0, **options)
     monkeypatch.undo()
@@ -114,9 +116,9 @@ def _fit(monkeypatch, cut: bool, full: bool = False, **options):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("options", [{}, {"folds": 2}, {"jit_compile": True}])
+@pytest.mark.parametrize("options", [{}, {"mapping": True}, {"jit_compile": True}])
 def test_fit_pue_with_nets_on_their_rows_gives_the_results_of_every_row(monkeypatch, options):
-    """Rows a risk weighs 0 add exact zeros: only float rounding differs (folds, XLA too)."""
+    """Rows a risk weighs 0 add exact zeros: only float rounding differs (two nets, XLA too)."""
     cut, s, used = _fit(monkeypatch, cut=True, **options)
     every, _, unused = _fit(monkeypatch, cut=False, **options)
     assert ("e", None) in unused and all(shape is None for _, shape in unused)

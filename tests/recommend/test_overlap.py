@@ -17,7 +17,7 @@ from adpue_tf.recommend.overlap import (
     weak_theta_warning,
 )
 
-FAST = dict(epochs=1, min_steps=500, learning_rate=0.05, batch_size=4096, verbose=0, folds=1, seed=0,
+FAST = dict(epochs=1, min_steps=500, learning_rate=0.05, batch_size=4096, verbose=0, seed=0,
             candidates=["bce_w", "ratio", "brier"])
 #: A logging policy that shows items where positives are likely (θ's score 1.5x p's):
 #: about 40 % of rows have θ < 0.05.

@@ -1,4 +1,4 @@
-"""The pooled held-out scores fit_pue chooses by, against NumPy written here."""
+"""The held-out scores fit_pue chooses by, against NumPy written here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 
-from adpue_tf.recommend.folds import Pooled
+from adpue_tf.recommend.select import HeldOut
 
 RNG = np.random.default_rng(3)
 W = (RNG.random(40) < 0.3).astype(np.float32)
@@ -25,7 +25,7 @@ def _sig(z):
 
 
 def test_brier_and_its_paired_standard_error():
-    pooled = Pooled([_stage()])
+    pooled = HeldOut(_stage())
     fa, fb = _sig(Z["a"][0]), _sig(Z["b"][0])
     ga, gb = _sig(Z["a"][1]), _sig(Z["b"][1])
     assert pooled.brier("a") == pytest.approx(np.mean(E * ga**2) - 2 * np.mean(W * fa), abs=1e-6)
@@ -35,7 +35,7 @@ def test_brier_and_its_paired_standard_error():
 
 
 def test_the_likelihood_and_its_paired_standard_error():
-    pooled = Pooled([_stage()])
+    pooled = HeldOut(_stage())
     theta = _sig(Z["theta"][0])
 
     def nll(name):  # −log P(W | x) under σ(z)·θ̂, per row
