@@ -257,21 +257,21 @@ def _name_hash(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "little")
 
 
-def net_seed(seed: int, name: str, fold: int) -> int:
-    """The seed of net ``name`` (and of its shuffles) in the stage of ``fold``, fit_pue's ``seed``.
+def net_seed(seed: int, name: str) -> int:
+    """The seed of net ``name`` (and of its shuffles) under fit_pue's ``seed``.
 
     From the name, never a position: a new entry changes no other net's seed.
     Any ``seed >= 0`` is taken; the result lies in ``[0, 2**32)``, the range
-    Keras's seeds take: ``1009·seed + h(name) + 7919·fold`` modulo ``2**32``
+    Keras's seeds take: ``1009·seed + h(name)`` modulo ``2**32``
     (``h``: 32 bits of BLAKE2b of the name; ``1009`` is odd, so two seeds give
     two different seeds of each net); a seed of ``2**32`` or more is first
     hashed to 32 bits, so that ``s`` and ``s + 2**32`` differ too.
 
     Example:
-        >>> net_seed(0, "theta", 0) == net_seed(0, "theta", 0) != net_seed(1, "theta", 0)
+        >>> net_seed(0, "theta") == net_seed(0, "theta") != net_seed(1, "theta")
         True
     """
     if seed >= 2**32:
         seed = int.from_bytes(hashlib.blake2b(str(seed).encode(), digest_size=4).digest(),
                               "little")
-    return (seed * 1009 + _name_hash(name) + 7919 * fold) % 2**32
+    return (seed * 1009 + _name_hash(name)) % 2**32

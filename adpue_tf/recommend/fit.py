@@ -275,7 +275,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     hints = {}
     # The checks' two nets are the first two that the stage of fold 0 builds (θ̂, bce_w),
     # built under their seeds: that stage takes them (Stage.net) instead of building them.
-    ahead = (net_seed(settings.seed, "theta", 0), net_seed(settings.seed, "bce_w", 0))
+    ahead = (net_seed(settings.seed, "theta"), net_seed(settings.seed, "bce_w"))
     built: dict[str | None, dict[int, keras.Model]] = {}
     for key, builder in builders.items():
         with _naming(key):
@@ -419,7 +419,7 @@ def _share_helpers(chosen_from: Stage, whole: Stage, choice: str) -> None:
 def _stage(build_net: Callable[[], keras.Model], pu: Rows, ex: Rows, settings: Settings,
            pu_fold: np.ndarray, e_fold: np.ndarray, show: Callable[[str], None],
            built: dict[int, keras.Model]) -> Stage:
-    """The stage that trains on the rows of fold -1 and holds out those of fold 0.
+    """The stage that trains on the rows of part -1 and holds out those of part 0.
 
     ``built``: nets built ahead, by seed (the stage takes its own).
     """

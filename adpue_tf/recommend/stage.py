@@ -117,7 +117,6 @@ class Stage:
         epochs: per net, the epochs to train for (the refit), or None.
         parts: the parts of composites chosen before (``"average"``).
         progress: called with each net's name before it trains.
-        fold: the part of the rows this stage holds out (0; seeds its nets).
         built: nets built ahead from ``build_net`` under a seed, by seed: a net
             of that seed is taken from it (once) instead of built.
     """
@@ -126,9 +125,9 @@ class Stage:
                  settings: Settings, held_out: tuple[Rows, Rows] | None = None,
                  epochs: dict[str, int] | None = None,
                  parts: dict[str, tuple[str, ...]] | None = None,
-                 progress: Callable[[str], None] = lambda name: None, fold: int = 0,
+                 progress: Callable[[str], None] = lambda name: None,
                  built: dict[int, keras.Model] | None = None) -> None:
-        self.fold, self._built = fold, built if built is not None else {}
+        self._built = built if built is not None else {}
         self.build_net, self.pu, self.e, self.cfg = build_net, pu, e, settings
         self.held_out, self.fixed, self.progress = held_out, epochs, progress
         #: trained nets (and composites' models once built), by name
@@ -213,7 +212,7 @@ class Stage:
             self.scores[name] = self._brier(name)
 
     def net(self, name: str) -> keras.Model:
-        """A fresh ``build_net()`` seeded for ``name`` and this stage's fold (or built so ahead)."""
+        """A fresh ``build_net()`` seeded for ``name`` (or built so ahead)."""
         seed = self.seed_of(name)
         ahead = self._built.pop(seed, None)
         if ahead is not None:
@@ -237,7 +236,7 @@ class Stage:
 
     def seed_of(self, name: str) -> int:
         """The seed of net ``name`` (and of its shuffles) in this stage."""
-        return net_seed(self.cfg.seed, name, self.fold)
+        return net_seed(self.cfg.seed, name)
 
     def monitor(self, name: str) -> Callable[[keras.Model], float]:
         """The held-out score ``name``'s net keeps its best epoch by (lower is better).
@@ -344,16 +343,16 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
           pu_fold: np.ndarray, e_fold: np.ndarray) -> None:
     """Train the nets ``names`` of every stage; each is installed in its stage, or failed there.
 
-    A stage trains on the rows whose fold is not its ``fold`` (``-1``: no stage
-    holds the row out). The nets with a risk train in one pass (those that
-    read ``θ̂`` as a label in a second), those in a model of their own one pass
+    A stage trains on the rows whose part is not 0 (0: held out; ``-1``: training).
+    The nets with a risk train in one pass (those that read ``θ̂`` as a label in a
+    second), those in a model of their own one pass
     each (on their stage's rows); a stage's net whose needs failed fails with
     them, one that needs another of ``names`` trains after it. Nets a stage
     has already are skipped. The passes are independent: on large data they
     run :data:`PARALLEL_PASSES` at a time (:func:`_run`).
 
     Args:
-        stages: one per net of a mapping (``held_out``: the rows of their ``fold``).
+        stages: one per net of a mapping (``held_out``: the rows of part 0).
         names: nets of the table (``Candidate.risk`` or ``Candidate.own``).
         pu, e: every PU and E row.
         pu_fold, e_fold: each row's part (0: held out; -1: no stage holds it out).
@@ -533,7 +532,6 @@ def _together(stages: Sequence[Stage], jobs: list[tuple[int, str]], pu: Rows, e:
               pu_fold: np.ndarray, e_fold: np.ndarray, theta: dict[int, np.ndarray]) -> _Spec:
     """The pass of nets trained with a risk: one model of their logits side by side."""
     cfg = stages[0].cfg
-    folds = [st.fold for st in stages]
     theta_pu = np.full((len(pu), len(stages)), 0.5, np.float32)
     for s, column in theta.items():
         theta_pu[:, s] = column
@@ -546,10 +544,8 @@ def _together(stages: Sequence[Stage], jobs: list[tuple[int, str]], pu: Rows, e:
     full = fits(rows, cfg.batch_size)
     # shuffled batches: the nets that read one source run on its rows (layout.py)
     layout = None if only or full else batch_layout(len(pu), len(e), cfg.batch_size)
-    out = {folds[s] for s, _ in jobs}
-    if full and len(out) == 1:  # rows every net of the pass holds out: left out of the batch
-        fold = out.pop()
-        pu_in, e_in = np.flatnonzero(pu_fold != fold), np.flatnonzero(e_fold != fold)
+    if full:  # the held-out rows, which no net of the pass reads: left out of the batch
+        pu_in, e_in = np.flatnonzero(pu_fold != 0), np.flatnonzero(e_fold != 0)
         pu, pu_fold, theta_pu = pu.take(pu_in), pu_fold[pu_in], theta_pu[pu_in]
         e, e_fold = e.take(e_in), e_fold[e_in]
 
@@ -559,14 +555,14 @@ def _together(stages: Sequence[Stage], jobs: list[tuple[int, str]], pu: Rows, e:
         outs = [call_on_rows(net, inputs, TABLE[name].reads, layout)
                 for net, (_, name) in zip(nets, jobs)]
         return keras.Model(inputs, outs[0] if len(outs) == 1 else
-                           keras.layers.Concatenate()(outs)), _Joint(jobs, folds)
+                           keras.layers.Concatenate()(outs)), _Joint(jobs)
 
     def data(steps: int, full: bool) -> tf.data.Dataset:
         return _batches(pu, e, pu_fold, e_fold, theta_pu, batch_size=cfg.batch_size,
                         seed=stages[0].seed_of(JOINT), steps=steps, only=only,
                         full=full, layout=layout)
 
-    return _Spec(fresh, build, (tuple(jobs), tuple(folds), only, layout), data, rows, pu.x,
+    return _Spec(fresh, build, (tuple(jobs), only, layout), data, rows, pu.x,
                  True, lambda model, live, j: live[j],
                  lambda stage, name, net, kept, model: stage.install(name, net, kept))
 
@@ -605,38 +601,34 @@ def _own(stage: Stage, name: str, own: Own) -> _Spec:
 class _Joint:
     """The summed objective of the nets ``jobs`` (``(stage, name)``), one logit column each.
 
-    Labels: ``y = [W, E, source, θ̂ of each stage..., fold]``; the net of stage
-    ``s`` sees only the rows whose fold is not ``folds[s]`` (stages of several
-    nets may hold out the same fold).
+    Labels: ``y = [W, E, source, θ̂ of each stage..., part]``; every net sees
+    only the rows whose part is not 0 (held out).
     """
 
-    def __init__(self, jobs: Sequence[tuple[int, str]], folds: Sequence[int]) -> None:
-        self.jobs, self.folds = list(jobs), list(folds)
+    def __init__(self, jobs: Sequence[tuple[int, str]]) -> None:
+        self.jobs = list(jobs)
 
     def __call__(self, y_true: Any, y_pred: Any) -> Any:
         ops = keras.ops
         y_true = ops.cast(y_true, "float32")
         y_pred = ops.cast(y_pred, "float32")
         total = 0.0
-        # A fold's rows are weighted 0 (not cut out: a mask of every row keeps the
+        # The held-out rows are weighted 0 (not cut out: a mask of every row keeps the
         # batch's static shape, so XLA compiles no dynamic-size gather), once for all
-        # the nets that hold it out (every net of a mapping), so that they read the
-        # same label tensor (checked once: risks._batch); a net that reads θ̂ gets
-        # its own stage's θ̂ column.
-        rows: dict[tuple[int, int | None], tuple[Any, Any]] = {}
+        # the nets, so that they read the same label tensor (checked once:
+        # risks._batch); a net that reads θ̂ gets its own stage's θ̂ column.
+        keep = ops.cast(ops.not_equal(y_true[:, -1], 0.0), "float32")
+        rows: dict[int | None, Any] = {}
         # One split (its gradient one concat), not a slice a net (each slice's gradient
         # a full-width pad, all summed).
         columns = ops.split(y_pred, len(self.jobs), axis=1)
         for j, (s, name) in enumerate(self.jobs):
             column = TABLE[name].theta_column
-            key = (self.folds[s], s if column else None)
+            key = s if column else None
             if key not in rows:
-                keep = ops.cast(ops.not_equal(y_true[:, -1], float(self.folds[s])), "float32")
                 y = y_true[:, :3]
-                if column:
-                    y = ops.concatenate([y, y_true[:, 3 + s:4 + s]], axis=1)
-                rows[key] = (y, keep)
-            y, keep = rows[key]
+                rows[key] = ops.concatenate([y, y_true[:, 3 + s:4 + s]], axis=1) if column else y
+            y = rows[key]
             risk = TABLE[name].risk
             assert risk is not None  # only nets with a risk train together
             total += risk(y, columns[j], keep)
@@ -663,7 +655,7 @@ def _batches(pu: Rows, e: Rows, pu_fold: np.ndarray, e_fold: np.ndarray,
              theta_pu: np.ndarray, *, batch_size: int, seed: int, steps: int,
              only: str | None = None, full: bool = False,
              layout: Layout | None = None) -> tf.data.Dataset:
-    """PUE batches whose labels carry each stage's ``θ̂`` and the row's fold.
+    """PUE batches whose labels carry each stage's ``θ̂`` and the row's part (0: held out).
 
     ``only``: ``"pu"`` or ``"e"``, that source's rows alone (the risks read no other).
     ``full``: every row in one batch, repeated (``adpue_tf.recommend.full_batch``).

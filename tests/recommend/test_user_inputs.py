@@ -65,24 +65,24 @@ def test_distinct_names_renames_only_repeats():
 
 # -- seeds of any size --------------------------------------------------------------------
 def test_net_seed_takes_any_seed_and_keeps_small_ones():
-    """``1009·seed + h(name) + 7919·fold`` modulo 2**32, ``h`` 32 bits of BLAKE2b of the name."""
+    """``1009·seed + h(name)`` modulo 2**32, ``h`` 32 bits of BLAKE2b of the name."""
     import hashlib
 
     def h(name):
         return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "little")
 
-    assert net_seed(0, "theta", 0) == h("theta")
-    assert net_seed(3, "bce_w", 1) == (3 * 1009 + h("bce_w") + 7919) % 2**32
+    assert net_seed(0, "theta") == h("theta")
+    assert net_seed(3, "bce_w") == (3 * 1009 + h("bce_w")) % 2**32
     # from the name, not a position: every net of a stage has its own seed
-    assert len({net_seed(0, n, 0) for n in ("theta", *CANDIDATES)}) == len(CANDIDATES) + 1
+    assert len({net_seed(0, n) for n in ("theta", *CANDIDATES)}) == len(CANDIDATES) + 1
     for seed in (20240601, 2**32 - 1, 2**40, 2**63 + 5):
-        assert 0 <= net_seed(seed, "blend", 2) < 2**32
-    seeds = [net_seed(s, "bce_w", 0) for s in range(4_000_000, 4_400_000, 997)]
+        assert 0 <= net_seed(seed, "blend") < 2**32
+    seeds = [net_seed(s, "bce_w") for s in range(4_000_000, 4_400_000, 997)]
     assert len(set(seeds)) == len(seeds)  # one-to-one below 2**32 (1009 is odd)
     # seeds 2**32 apart do not meet (hashed above 2**32)
     for s in (0, 5, 2**40):
-        assert net_seed(s, "bce_w", 0) != net_seed(s + 2**32, "bce_w", 0)
-    assert net_seed(0, "theta", 0) != net_seed(2**64, "theta", 0)
+        assert net_seed(s, "bce_w") != net_seed(s + 2**32, "bce_w")
+    assert net_seed(0, "theta") != net_seed(2**64, "theta")
 
 
 @pytest.mark.parametrize("seed", [pytest.param(20240601, marks=pytest.mark.slow), 2**40])
