@@ -273,7 +273,7 @@ def fit_pue(build_net: Callable[[], keras.Model] | Mapping[str, Callable[[], ker
     pu, ex = as_rows("x_pu", x_pu, "w", w), as_rows("x_e", x_e, "e", e)
     check_same_features(pu, ex)
     hints = {}
-    # The checks' two nets are the first two that the stage of fold 0 builds (θ̂, bce_w),
+    # The checks' two nets are the first two that the choice stage builds (θ̂, bce_w),
     # built under their seeds: that stage takes them (Stage.net) instead of building them.
     ahead = (net_seed(settings.seed, "theta"), net_seed(settings.seed, "bce_w"))
     built: dict[str | None, dict[int, keras.Model]] = {}
