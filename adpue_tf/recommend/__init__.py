@@ -22,3 +22,14 @@ from adpue_tf.recommend.rule import MIN_POSITIVES, choose
 
 __all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "DERIVED", "FitOptions", "MIN_POSITIVES",
            "NET_TOLERANCE", "PREDICTS_WITH_THETA", "PUEFit", "ThetaFeature", "choose", "fit_pue"]
+
+#: Names this package no longer has, and where they went.
+_MOVED = {"keep_compiled": "adpue_tf.experiments.keep_compiled (a loop's block; a plain "
+                           "fit_pue call keeps nothing)"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        raise AttributeError(f"adpue_tf.recommend.{name} moved to {_MOVED[name]}.")
+    raise AttributeError(f"module 'adpue_tf.recommend' has no attribute {name!r}")
+

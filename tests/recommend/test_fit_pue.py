@@ -517,3 +517,13 @@ def test_passes_side_by_side_share_the_trained_nets_they_read_and_leave_user_fro
     for net in [*theta_and_net, fit.candidates["adpue_ratio"]]:
         assert not net.get_layer("frozen").trainable
         assert net.layers[-1].trainable
+
+
+def test_the_moved_keep_compiled_says_where_it_went():
+    import adpue_tf as adp_
+
+    with pytest.raises(AttributeError, match="moved to adpue_tf.experiments.keep_compiled"):
+        adp_.recommend.keep_compiled  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        adp_.recommend.nothing_here  # noqa: B018
+    assert callable(adp_.experiments.keep_compiled)
