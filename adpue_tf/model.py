@@ -277,7 +277,8 @@ class DebiasedModel(MultiWorkerFit, keras.Model):
                 raise ValueError(
                     f"`initial_dagger` takes inputs of shape {guess_in} but `net` takes "
                     f"{net_in}; f† is computed on the same features as the net.")
-            mine = {id(v) for v in net.weights}
+            # a frozen part the two share (a pretrained encoder) stays frozen: allowed
+            mine = {id(v) for v in net.trainable_weights}
             shared = [v.path for v in initial_dagger.weights if id(v) in mine]
             if initial_dagger is net or shared:
                 raise ValueError(

@@ -1281,3 +1281,15 @@ FLAG_SIZE_CASES = [
                          ids=[c[0] for c in FLAG_SIZE_CASES])
 def test_bad_input_builder_flags_synthetic_sizes_label_columns(call, expected):
     run_case(call, expected)
+
+
+def test_export_through_a_link_into_another_savedmodel_is_refused(tmp_path):
+    """A link to another SavedModel's variables/ is inside it too: nothing is written."""
+    import os
+
+    inner = _adp.export_for_serving(_x_dense(), tmp_path / "m" / "1", from_logits=True)
+    os.symlink(os.path.join(inner, "variables"), tmp_path / "ln")
+    before = sorted(os.listdir(os.path.join(inner, "variables")))
+    with pytest.raises(ValueError, match=r"lies inside the SavedModel directory .*m/1'"):
+        _adp.export_for_serving(_x_dense(), tmp_path / "ln" / "x", from_logits=True)
+    assert sorted(os.listdir(os.path.join(inner, "variables"))) == before

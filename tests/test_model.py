@@ -476,3 +476,15 @@ def test_class_weight_is_refused_by_name():
     with pytest.raises(ValueError, match="`class_weight`"):
         model.fit(x, y, 16, 1, 0, None, 0.0, None, True, {0: 1.0, 1: 5.0})
     model.fit(x, y, epochs=1, verbose=0, class_weight=None)  # None: as Keras
+
+
+def test_an_initial_model_may_share_a_frozen_part_with_the_net():
+    """A frozen layer both use (a pretrained encoder) is no reason to refuse: it stays frozen
+    and the net's own layers stay trainable."""
+    frozen = keras.layers.Dense(3, name="shared_frozen")
+    frozen.trainable = False
+    net = keras.Sequential([keras.Input((2,)), frozen, keras.layers.Dense(1)])
+    dagger = keras.Sequential([keras.Input((2,)), frozen, keras.layers.Dense(1)])
+    model = adp.DebiasedModel(net, initial_dagger=dagger)
+    assert model.initial_model is dagger and not frozen.trainable
+    assert net.layers[-1].trainable and not dagger.layers[-1].trainable

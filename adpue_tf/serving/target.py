@@ -178,12 +178,13 @@ def _file_ancestor(path: str) -> str | None:
 
 
 def _saved_model_ancestor(path: str) -> str | None:
-    """The nearest ancestor of ``path`` that is a SavedModel directory, if any."""
-    child, parent = os.path.abspath(path), os.path.dirname(os.path.abspath(path))
-    while parent != child:
-        if _is_saved_model(parent):
-            return parent
-        child, parent = parent, os.path.dirname(parent)
+    """The nearest ancestor of ``path`` (as written, or resolved through links) that is a SavedModel."""
+    for start in (os.path.abspath(path), os.path.realpath(path)):
+        child, parent = start, os.path.dirname(start)
+        while parent != child:
+            if _is_saved_model(parent):
+                return parent
+            child, parent = parent, os.path.dirname(parent)
     return None
 
 

@@ -527,3 +527,17 @@ def test_the_moved_keep_compiled_says_where_it_went():
     with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
         adp_.recommend.nothing_here  # noqa: B018
     assert callable(adp_.experiments.keep_compiled)
+
+
+def test_a_frozen_part_shared_by_every_net_trains_alternate_learning_from_the_ratio(data):
+    """adpue_ratio's f†₀ (the Ratio model of bce_w and θ̂) shares the user's frozen part
+    with its net: allowed, and it stays frozen (it was refused as `initial_dagger`)."""
+    frozen = keras.layers.Dense(4, activation="tanh", name="frozen_shared")
+    frozen.trainable = False
+
+    def build():
+        return keras.Sequential([keras.Input((2,)), frozen, keras.layers.Dense(1)])
+
+    fit = adp.fit_pue(build, data.x_pu, data.w_pu, data.x_e, data.e_e, epochs=1,
+                      min_steps=10, batch_size=128, verbose=0, candidates=["adpue_ratio"])
+    assert fit.choice == "adpue_ratio" and not frozen.trainable
