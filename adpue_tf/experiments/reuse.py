@@ -238,14 +238,6 @@ class Compiled:
                 kept.pop(next(iter(kept)))
 
 
-def _layers(model: keras.Layer) -> list[keras.Layer]:
-    out = []
-    for layer in getattr(model, "layers", ()):
-        out.append(layer)
-        out += _layers(layer)
-    return out
-
-
 def unnamed(config: Any) -> Any:
     """``config`` (nested dicts and lists) without its ``"name"`` entries.
 
@@ -284,7 +276,7 @@ def signature(net: keras.Model) -> str | None:
     """
     try:
         layers = [(type(layer).__module__, type(layer).__qualname__,
-                   unnamed(layer.get_config())) for layer in [net, *_layers(net)]
+                   unnamed(layer.get_config())) for layer in stage.all_layers(net)
                   if not isinstance(layer, keras.Model)]
         variables = [(tuple(v.shape), str(v.dtype)) for v in net.variables]
         return json.dumps([type(net).__qualname__, layers, variables], sort_keys=True,
@@ -406,8 +398,7 @@ def compiled(build_net: Callable[[], keras.Model] | Sequence[Callable[[], keras.
     if entry is None:
         live = stage.build_nets(builders)
         for a, b in zip(live, fresh):  # frozen where the pass's net is (a trained net it reads)
-            for x, y in zip(a._flatten_layers(include_self=True),
-                            b._flatten_layers(include_self=True)):
+            for x, y in zip(stage.all_layers(a), stage.all_layers(b)):
                 x.trainable = y.trainable
         if tuple(signature(net) for net in live) != sigs:  # build_net changed its nets
             return Compiled(build(fresh), fresh)

@@ -57,7 +57,7 @@ from adpue_tf.recommend.train import (
 )
 from adpue_tf.validation.scores import brier_unchecked
 
-__all__ = ["PASS_MODELS", "Failed", "Heads", "NewModel", "Stage", "build_nets", "train",
+__all__ = ["PASS_MODELS", "Failed", "Heads", "NewModel", "Stage", "all_layers", "build_nets", "train",
            "train_all"]
 
 #: A stage's heads: name -> (the nets it reads, head: their logits by name -> its logit).
@@ -94,6 +94,11 @@ class NewModel:
 
     def give(self, fresh: Sequence[keras.Model]) -> None:
         """Nothing to copy: the nets trained are ``fresh`` themselves."""
+
+
+def all_layers(net: keras.Layer) -> list[keras.Layer]:
+    """``net`` and every layer of it, parents before their layers (Keras's public ``layers``)."""
+    return [net, *(x for layer in getattr(net, "layers", ()) for x in all_layers(layer))]
 
 
 def build_nets(builders: Sequence[Callable[[], keras.Model]]) -> list[keras.Model]:
@@ -397,7 +402,7 @@ def train(stages: Sequence[Stage], names: Sequence[str], pu: Rows, e: Rows,
     # nets in a DebiasedModel): frozen until every pass has ended, as passes share them.
     reads = {id(net): net for _, jobs, spec in passes for net in spec.fresh[len(jobs):]}
     states = [(layer, layer.trainable) for net in reads.values()
-              for layer in net._flatten_layers(include_self=True)]
+              for layer in all_layers(net)]
     for net in reads.values():
         net.trainable = False
     try:
